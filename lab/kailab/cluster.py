@@ -1,0 +1,322 @@
+"""Lab lifecycle: `up` and `down` as ordered lists of small actions (kind's habit).
+
+`up` converges: every action checks first and does only what is missing, so a
+second `up` is a no-op and an `up` after a crash restarts just what died.
+`down` undoes everything `up` may have done, in reverse, even after a killed `up`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from . import build, components, host, nodes, pki
+from .components import Binaries, Component, Health
+from .config import (
+    ENV_MARKER,
+    LOGS,
+    PIDS,
+    PKI,
+    PLAN,
+    REPO,
+    STAMP,
+    LabConfig,
+    LabError,
+    load_versions,
+)
+
+LAB_INVENTORY_KUBECONFIG = REPO / "inventories" / "lab" / "kubeconfig"
+KUBECONFIG_USERS = ("admin", "controller-manager", "scheduler", "kube-proxy", "kwok")
+
+
+class Lab:
+    def __init__(self, cfg: LabConfig, log: Callable[[str], None] = print):
+        self.cfg = cfg
+        self.log = log
+        self.versions = load_versions()
+
+    # ------------------------------------------------------------ helpers
+
+    def binaries(self) -> Binaries:
+        """Where each program is (or will be, once built)."""
+        paths: dict[str, Path] = {}
+        stamps: dict[str, str] = {}
+        for family in ("etcd", "kubernetes", "kwok", "helm"):
+            spec = self.versions[family]
+            for program in spec["programs"]:
+                paths[program] = build.bin_dir(self.versions, family) / program
+                stamps[program] = spec["version"]
+        for name, path in build.DEBIAN_BINARIES.items():
+            paths[name] = Path(path)
+            stamps[name] = build.debian_version(name)
+        return Binaries(paths, stamps)
+
+    def plan(self) -> list[Component]:
+        stages = build.kwok_stages_path(self.versions)
+        pause = self.versions["kubernetes"]["pause_image"]
+        return components.plan(self.cfg, self.binaries(), pause, stages)
+
+    def kubectl(self, *args: str, input_text: str | None = None, check: bool = True):
+        kubectl = self.binaries()["kubectl"]
+        proc = subprocess.run(
+            [str(kubectl), f"--kubeconfig={self.cfg.kubeconfig}", *args],
+            input=input_text, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if check and proc.returncode != 0:
+            raise LabError(f"Failed to run kubectl {' '.join(args[:3])}: {proc.stderr.strip()}")
+        return proc
+
+    def _step(self, title: str, fn: Callable[[], object]) -> object:
+        started = time.monotonic()
+        self.log(f"• {title} ...")
+        result = fn()
+        self.log(f"✓ {title} ({time.monotonic() - started:.1f}s)")
+        return result
+
+    def pid_of(self, comp: Component) -> int | None:
+        path = self.cfg.path(PIDS, f"{comp.name}.pid")
+        try:
+            pid = int(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return pid if host.alive(pid) else None
+
+    # ------------------------------------------------------------ up
+
+    def up(self) -> None:
+        started = time.monotonic()
+        self._step("build programs (cached by version)", self._build)
+        self._step("record host state", lambda: host.record(self.cfg))
+        self._step("host network", lambda: host.setup_network(self.cfg))
+        self._step("state folder", self._state)
+        self._step("certificates and kubeconfigs", self._pki)
+        for comp in self.plan():
+            self._step(f"start {comp.name}", lambda c=comp: self._ensure(c))
+            if comp.name == "containerd":
+                self._step("import images", self._images)
+        self._step("fake GPU nodes and lab marker", self._objects)
+        self._step("wait for nodes Ready and default service account", self._wait_ready)
+        self._step("write inventories/lab/kubeconfig", self._export_kubeconfig)
+        self.log(f"lab {self.cfg.name} up in {time.monotonic() - started:.1f}s")
+
+    def _build(self) -> None:
+        self.built = build.build_all(log=self.log)
+
+    def _state(self) -> None:
+        for sub in (PIDS, LOGS, "etcd", "kubelet", "cni/net.d"):
+            self.cfg.path(sub).mkdir(parents=True, exist_ok=True)
+        self.cfg.path("etcd").chmod(0o700)
+        self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
+        host.make_shared(self.cfg)
+        stamp = {
+            "name": self.cfg.name,
+            "config": json.loads(self.cfg.to_json()),
+            "versions": self.binaries().versions,
+        }
+        self.cfg.path(STAMP).write_text(json.dumps(stamp, indent=2, sort_keys=True))
+        plan = [{"name": c.name, "command": c.command(), "ports": c.ports} for c in self.plan()]
+        self.cfg.path(PLAN).write_text(json.dumps(plan, indent=2))
+
+    def _pki(self) -> None:
+        pki_dir = self.cfg.path(PKI)
+        pki.generate(self.cfg, pki_dir)
+        for user in KUBECONFIG_USERS:
+            name = "kubeconfig" if user == "admin" else f"{user}.kubeconfig"
+            self.cfg.path(name).write_text(pki.kubeconfig(self.cfg, pki_dir, user))
+        self.cfg.path("kubelet.kubeconfig").write_text(
+            pki.kubeconfig(self.cfg, pki_dir, "kubelet-client")
+        )
+        for path in self.cfg.state_dir.glob("*kubeconfig"):
+            path.chmod(0o600)
+
+    def _ensure(self, comp: Component) -> None:
+        for rel, content in comp.files.items():
+            path = self.cfg.path(rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists() or path.read_text() != content:
+                path.write_text(content)
+        if self.pid_of(comp) is None:
+            self._start(comp)
+        self._wait_healthy(comp)
+
+    def _start(self, comp: Component) -> None:
+        log = components.log_path(self.cfg, comp)
+        env = {
+            **os.environ,
+            **comp.env,
+            ENV_MARKER: self.cfg.name,
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        }
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                comp.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, start_new_session=True, cwd=self.cfg.state_dir,
+            )  # fmt: skip
+        self.cfg.path(PIDS, f"{comp.name}.pid").write_text(str(proc.pid))
+
+    def _wait_healthy(self, comp: Component, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pid_of(comp) is None:
+                raise LabError(
+                    f"Failed to start {comp.name}: it exited; last log lines:\n{self._tail(comp)}"
+                )
+            if self._healthy(comp.health):
+                return
+            time.sleep(0.2)
+        raise LabError(
+            f"Failed to start {comp.name}: not healthy after {timeout:.0f}s at "
+            f"{comp.health.target}; last log lines:\n{self._tail(comp)}"
+        )
+
+    def _tail(self, comp: Component, lines: int = 25) -> str:
+        try:
+            text = components.log_path(self.cfg, comp).read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def _healthy(self, health: Health) -> bool:
+        try:
+            if health.kind == "socket":
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.settimeout(1)
+                    sock.connect(health.target)
+                return True
+            ctx = None
+            if health.kind == "https":
+                if health.client:
+                    ctx = ssl.create_default_context(cafile=str(self.cfg.path(PKI, "ca.crt")))
+                    ctx.load_cert_chain(
+                        self.cfg.path(PKI, f"{health.client}.crt"),
+                        self.cfg.path(PKI, f"{health.client}.key"),
+                    )
+                else:  # components that serve a self-signed cert of their own
+                    ctx = ssl._create_unverified_context()  # noqa: S323
+            with urllib.request.urlopen(health.target, timeout=2, context=ctx) as resp:
+                return resp.status == 200
+        except (OSError, ssl.SSLError):
+            return False
+
+    def ctr(self, *args: str) -> subprocess.CompletedProcess:
+        return host.run("ctr", f"--address={self.cfg.containerd_socket}", "-n", "k8s.io", *args)
+
+    def _images(self) -> None:
+        from . import images
+
+        present = set(self.ctr("images", "ls", "-q").stdout.split())
+        for ref, tar in images.build_lab_images(self.versions, self.built, log=self.log):
+            if ref not in present:
+                self.ctr("images", "import", "--no-unpack", str(tar))
+                self.log(f"  imported {ref}")
+
+    def _objects(self) -> None:
+        docs = [*nodes.marker_objects(self.cfg), *nodes.gpu_nodes(self.cfg)]
+        text = "\n---\n".join(json.dumps(d) for d in docs)
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input_text=text)
+        self.kubectl(
+            "annotate", "--overwrite", "namespace", "kube-system",
+            f"{nodes.DISPOSABLE_ANNOTATION}=true",
+        )  # fmt: skip
+
+    def _wait_ready(self, timeout: float = 120.0) -> None:
+        # `kubectl wait` watches; it fails at once if a node does not exist yet, so
+        # wait for the real node's registration first, through a watch too.
+        self.kubectl(
+            "wait", "--for=create", f"node/{self.cfg.node_name}", f"--timeout={timeout:.0f}s"
+        )
+        self.kubectl("wait", "--for=condition=Ready", "nodes", "--all", f"--timeout={timeout:.0f}s")
+        self.kubectl(
+            "wait", "--for=create", "serviceaccount/default", "-n", "default",
+            f"--timeout={timeout:.0f}s",
+        )  # fmt: skip
+
+    def _export_kubeconfig(self) -> None:
+        LAB_INVENTORY_KUBECONFIG.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.cfg.kubeconfig, LAB_INVENTORY_KUBECONFIG)
+        LAB_INVENTORY_KUBECONFIG.chmod(0o600)
+
+    # ------------------------------------------------------------ down
+
+    def down(self) -> list[str]:
+        """Stop everything, undo every host change, remove the state folder. Returns leftovers."""
+        started = time.monotonic()
+        self._step("stop components", self._stop_all)
+        self._step("unmount", lambda: host.unmount_under(self.cfg.state_dir, self.cfg.run_dir))
+        self._step("network, iptables, namespaces", lambda: host.teardown_network(self.cfg))
+        self._step("pod cgroups", host.remove_cgroups)
+        self._step("kernel settings", self._restore)
+        self._step("state folder", self._remove_state)
+        leftovers = self.leftovers()
+        self.log(f"lab {self.cfg.name} down in {time.monotonic() - started:.1f}s")
+        return leftovers
+
+    def _stop_all(self) -> None:
+        by_name = {c.name: c for c in self.plan()}
+        # kubelet first so it does not restart the containers being stopped.
+        for name in ("kwok", "kube-proxy", "kubelet"):
+            pid = self.pid_of(by_name[name])
+            if pid:
+                host.stop([pid])
+        host.stop(host.cgroup_pids())
+        for name in reversed(list(by_name)):
+            pid = self.pid_of(by_name[name])
+            if pid:
+                host.stop([pid])
+        # whatever the pid files missed (a killed `up`, shims, children)
+        host.stop(host.lab_pids(self.cfg))
+
+    def _restore(self) -> None:
+        path = self.cfg.path("host-restore.json")
+        if path.exists():
+            host.restore_sysctls(json.loads(path.read_text()))
+
+    def _remove_state(self) -> None:
+        for path in (self.cfg.state_dir, self.cfg.run_dir):
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=False)
+        if self.cfg.run_dir.parent.exists() and not any(self.cfg.run_dir.parent.iterdir()):
+            self.cfg.run_dir.parent.rmdir()
+        LAB_INVENTORY_KUBECONFIG.unlink(missing_ok=True)
+
+    def leftovers(self) -> list[str]:
+        """Anything of the lab still on the machine (empty when `down` did its job)."""
+        net = self.cfg.network
+        found = [f"process {pid}: {cmd}" for pid, cmd in host.lab_pids(self.cfg).items()]
+        links = host.run("ip", "-o", "link", "show").stdout
+        found += [f"link {d}" for d in (net.node_bridge, net.cni_bridge) if f" {d}:" in links]
+        found += [f"netns {n}" for n in host.run("ip", "netns", "list").stdout.split()
+                  if n.startswith("cni-")]
+        roots = (str(self.cfg.state_dir), str(self.cfg.run_dir))
+        found += [f"mount {t}" for _, t in host.mounts() if t.startswith(roots)]
+        for tool in ("iptables", "ip6tables"):
+            dump = host.run(f"{tool}-save", check=False).stdout
+            found += [f"{tool} {t}/{c}" for t, c in host.lab_chains(dump)]
+        found += [f"path {p}" for p in (self.cfg.state_dir, self.cfg.run_dir) if p.exists()]
+        return found
+
+    # ------------------------------------------------------------ status
+
+    def status(self) -> list[dict]:
+        rows = []
+        for comp in self.plan():
+            pid = self.pid_of(comp) if self.cfg.state_dir.exists() else None
+            rows.append(
+                {
+                    "name": comp.name,
+                    "running": pid is not None,
+                    "healthy": pid is not None and self._healthy(comp.health),
+                    "pid": pid,
+                    "version": comp.version,
+                    "ports": list(comp.ports),
+                }
+            )
+        return rows

@@ -1,0 +1,335 @@
+"""Host changes the lab makes, recorded before they are made so `down` can undo them.
+
+Everything here is reversible: the record (host-restore.json) is written before
+the first change, so a `down` after a killed `up` still restores the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from .config import ENV_MARKER, RESTORE, LabConfig, LabError
+
+# Kernel settings the lab sets, and those its components may set on their own
+# (kubelet and kube-proxy tune some at start): all are read first and restored.
+SYSCTL_SET = {
+    "net.ipv4.ip_forward": "1",
+    "net.bridge.bridge-nf-call-iptables": "1",
+    "net.bridge.bridge-nf-call-ip6tables": "1",
+}
+SYSCTL_WATCH = (
+    "vm.overcommit_memory",
+    "vm.panic_on_oom",
+    "kernel.panic",
+    "kernel.panic_on_oops",
+    "kernel.keys.root_maxkeys",
+    "kernel.keys.root_maxbytes",
+    "net.ipv4.conf.all.route_localnet",
+    "net.netfilter.nf_conntrack_max",
+    "net.netfilter.nf_conntrack_tcp_timeout_established",
+    "net.netfilter.nf_conntrack_tcp_timeout_close_wait",
+    "net.netfilter.nf_conntrack_tcp_be_liberal",
+)
+# iptables chains owned by the lab or by the components it runs.
+CHAIN_PREFIXES = ("KUBE-", "CNI-", "KAIOPS-")
+GUARD = "KAIOPS-GUARD"
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(list(args), capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise LabError(f"Failed to run {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc
+
+
+def _sysctl_path(key: str) -> Path:
+    return Path("/proc/sys") / key.replace(".", "/")
+
+
+def read_sysctls(keys) -> dict[str, str]:
+    out = {}
+    for key in keys:
+        path = _sysctl_path(key)
+        if path.exists():
+            out[key] = path.read_text().strip()
+    return out
+
+
+def write_sysctl(key: str, value: str) -> None:
+    try:
+        _sysctl_path(key).write_text(value + "\n")
+    except OSError as exc:
+        raise LabError(f"Failed to set sysctl {key}={value}: {exc}") from exc
+
+
+# ---------------------------------------------------------------- record / restore
+
+
+def record(cfg: LabConfig) -> dict:
+    """Write what the machine looks like before the lab touches it (kept if it exists)."""
+    path = cfg.path(RESTORE)
+    if path.exists():
+        return json.loads(path.read_text())
+    rec = {
+        "sysctls": read_sysctls([*SYSCTL_SET, *SYSCTL_WATCH]),
+        "time": time.time(),
+    }
+    cfg.state_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec, indent=2, sort_keys=True))
+    return rec
+
+
+def restore_sysctls(rec: dict) -> list[str]:
+    changed = []
+    current = read_sysctls(rec.get("sysctls", {}))
+    for key, value in rec.get("sysctls", {}).items():
+        if current.get(key) != value:
+            try:
+                write_sysctl(key, value)
+                changed.append(key)
+            except LabError:
+                pass
+    return changed
+
+
+# ---------------------------------------------------------------- network
+
+
+def setup_network(cfg: LabConfig) -> None:
+    net = cfg.network
+    for key, value in SYSCTL_SET.items():
+        write_sysctl(key, value)
+    if run("ip", "link", "show", net.node_bridge, check=False).returncode != 0:
+        run("ip", "link", "add", net.node_bridge, "type", "bridge")
+    addrs = run("ip", "-o", "addr", "show", "dev", net.node_bridge).stdout
+    if f" {net.node_ip}/" not in addrs:
+        run("ip", "addr", "add", f"{net.node_ip}/{net.node_prefix}", "dev", net.node_bridge)
+    run("ip", "link", "set", net.node_bridge, "up")
+    # Packets to lab-only ranges that nothing translated must die here, never leave the host.
+    for cidr in (net.service_cidr, net.kwok_pod_cidr):
+        if cidr not in run("ip", "route", "show", "type", "unreachable").stdout:
+            run("ip", "route", "add", "unreachable", cidr)
+    _guard(cfg)
+
+
+def _guard(cfg: LabConfig) -> None:
+    """Pods may talk to each other and to the lab's node address, nothing else."""
+    net = cfg.network
+    if run("iptables", "-n", "-L", GUARD, check=False).returncode != 0:
+        run("iptables", "-N", GUARD)
+    run("iptables", "-F", GUARD)
+    for rule in (
+        ["-s", net.cluster_cidr, "-d", net.cluster_cidr, "-j", "RETURN"],
+        ["-s", net.cluster_cidr, "-d", f"{net.node_ip}/{net.node_prefix}", "-j", "RETURN"],
+        ["-s", net.cluster_cidr, "-j", "REJECT"],
+        ["-d", net.cluster_cidr, "!", "-s", net.cluster_cidr, "!", "-i", net.cni_bridge,
+         "-j", "REJECT"],
+    ):
+        run("iptables", "-A", GUARD, *rule)
+    if run("iptables", "-C", "FORWARD", "-j", GUARD, check=False).returncode != 0:
+        run("iptables", "-I", "FORWARD", "1", "-j", GUARD)
+
+
+def teardown_network(cfg: LabConfig) -> list[str]:
+    net = cfg.network
+    done = []
+    for dev in (net.cni_bridge, net.node_bridge):
+        if run("ip", "link", "show", dev, check=False).returncode == 0:
+            run("ip", "link", "del", dev, check=False)
+            done.append(f"link {dev}")
+    # veth ends left by a CNI that never ran DEL
+    for line in run("ip", "-o", "link", "show", "type", "veth").stdout.splitlines():
+        m = re.match(r"\d+: (veth[0-9a-f]+)@", line)
+        if m and f"master {net.cni_bridge}" in line:
+            run("ip", "link", "del", m.group(1), check=False)
+            done.append(f"link {m.group(1)}")
+    for cidr in (net.service_cidr, net.kwok_pod_cidr):
+        if run("ip", "route", "del", "unreachable", cidr, check=False).returncode == 0:
+            done.append(f"route {cidr}")
+    for ns in run("ip", "netns", "list").stdout.split():
+        if ns.startswith("cni-"):
+            run("ip", "netns", "del", ns, check=False)
+            done.append(f"netns {ns}")
+    for tool in ("iptables", "ip6tables"):
+        done += [f"{tool} {c}" for c in remove_chains(tool)]
+    return done
+
+
+def lab_chains(dump: str) -> list[tuple[str, str]]:
+    """(table, chain) pairs in an iptables-save dump that belong to the lab."""
+    table, found = "", []
+    for line in dump.splitlines():
+        if line.startswith("*"):
+            table = line[1:]
+        elif line.startswith(":"):
+            chain = line[1:].split()[0]
+            if chain.startswith(CHAIN_PREFIXES):
+                found.append((table, chain))
+    return found
+
+
+def lab_jumps(dump: str) -> list[tuple[str, list[str]]]:
+    """Rules in built-in chains that jump into a lab chain, as (table, rule args)."""
+    table, found = "", []
+    for line in dump.splitlines():
+        if line.startswith("*"):
+            table = line[1:]
+        elif line.startswith("-A "):
+            parts = line.split()
+            chain = parts[1]
+            target = parts[parts.index("-j") + 1] if "-j" in parts else ""
+            if not chain.startswith(CHAIN_PREFIXES) and target.startswith(CHAIN_PREFIXES):
+                found.append((table, parts[1:]))
+    return found
+
+
+def remove_chains(tool: str) -> list[str]:
+    save = run(f"{tool}-save", check=False)
+    if save.returncode != 0:
+        return []
+    dump = save.stdout
+    for table, rule in lab_jumps(dump):
+        # iptables-save quotes comments; the shell-free list form needs them unquoted.
+        args = [a.strip('"') for a in rule]
+        run(tool, "-t", table, "-D", *args, check=False)
+    chains = lab_chains(dump)
+    for table, chain in chains:
+        run(tool, "-t", table, "-F", chain, check=False)
+    for table, chain in chains:
+        run(tool, "-t", table, "-X", chain, check=False)
+    return [f"{t}/{c}" for t, c in chains]
+
+
+# ---------------------------------------------------------------- mounts and cgroups
+
+
+def make_shared(cfg: LabConfig) -> None:
+    """Kubelet volumes need shared propagation; only the lab's own folder gets it, not /."""
+    state = str(cfg.state_dir)
+    if not any(m[1] == state for m in mounts()):
+        run("mount", "--bind", state, state)
+    run("mount", "--make-rshared", state)
+
+
+def mounts() -> list[tuple[str, str]]:
+    out = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        out.append((fields[0], fields[4].replace("\\040", " ")))
+    return out
+
+
+def unmount_under(*roots: Path) -> list[str]:
+    """Unmount everything at or below the given folders, deepest first, until none is left."""
+    done = []
+    prefixes = [str(r) for r in roots]
+    for _ in range(10):
+        targets = sorted(
+            {t for _, t in mounts() if any(t == p or t.startswith(p + "/") for p in prefixes)},
+            key=len,
+            reverse=True,
+        )
+        if not targets:
+            break
+        for t in targets:
+            if run("umount", t, check=False).returncode != 0:
+                run("umount", "-l", t, check=False)
+            done.append(t)
+    return done
+
+
+def remove_cgroups(names=("kubepods", "kubepods.slice")) -> list[str]:
+    """The kubelet's pod cgroups, in every v1 hierarchy; deepest first (rmdir only removes empty ones)."""
+    done = []
+    root = Path("/sys/fs/cgroup")
+    for hierarchy in root.iterdir() if root.exists() else []:
+        for name in names:
+            top = hierarchy / name
+            if not top.is_dir():
+                continue
+            dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
+                          reverse=True)
+            for d in [*dirs, top]:
+                try:
+                    d.rmdir()
+                except OSError:
+                    continue
+            if not top.exists():
+                done.append(str(top))
+    return done
+
+
+def cgroup_pids(names=("kubepods",)) -> set[int]:
+    pids: set[int] = set()
+    root = Path("/sys/fs/cgroup")
+    for hierarchy in root.iterdir() if root.exists() else []:
+        for name in names:
+            top = hierarchy / name
+            if top.is_dir():
+                for procs in top.rglob("cgroup.procs"):
+                    try:
+                        pids |= {int(p) for p in procs.read_text().split()}
+                    except OSError:
+                        continue
+    return pids
+
+
+# ---------------------------------------------------------------- processes
+
+
+def lab_pids(cfg: LabConfig) -> dict[int, str]:
+    """Processes of this lab: marked in their environment, or mentioning its folders."""
+    found = {}
+    marker = f"{ENV_MARKER}={cfg.name}".encode()
+    needles = (str(cfg.state_dir).encode(), str(cfg.run_dir).encode())
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0") or any(n in cmdline for n in needles):
+            found[int(proc.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop(pids, timeout: float = 10.0) -> None:
+    """SIGTERM, wait for exit, then SIGKILL what is left."""
+    pids = {p for p in pids if alive(p)}
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = {p for p in pids if alive(p)}
+        if pids:
+            time.sleep(0.1)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
