@@ -1,0 +1,3 @@
+module kaiops.dev/tools/gpuprobe
+
+go 1.25
