@@ -9,6 +9,28 @@ export KAIOPS_CACHE
 include mk/python.mk
 include mk/lab.mk
 
-.PHONY: help test drill
+.PHONY: help test drill molecule
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+GO_MODULES_TESTED := tools/gpuprobe
+
+test: venv lab-deps ## set up everything and run the whole suite (CI runs exactly this)
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory unit
+	@for m in $(GO_MODULES_TESTED); do (cd $$m && go test ./...) || exit 1; done
+	$(MAKE) --no-print-directory lab-up
+	$(VENV_ENV) $(PYTEST) tests/lab
+	$(MAKE) --no-print-directory molecule
+	$(VENV_ENV) $(PYTEST) tests/lifecycle
+
+molecule: venv ## Molecule scenarios against the running lab
+	@for s in $$(ls molecule); do \
+	  echo "== molecule $$s"; \
+	  $(VENV_ENV) molecule test -s $$s || exit 1; \
+	done
+
+drill: venv lab-deps ## bring up the lab and run the main job (rollout.yml) against it
+	$(MAKE) --no-print-directory lab-up
+	$(VENV_ENV) $(ANSIBLE_PLAYBOOK) rollout.yml
+	@echo "evidence: $(CURDIR)/evidence/latest/"
