@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Options for reaching a cluster; the argument spec is module_utils/args_common.AUTH_ARG_SPEC."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    DOCUMENTATION = r"""
+options:
+  kubeconfig:
+    description:
+      - Path to the kubeconfig file of the cluster, on the machine that runs the module
+        (the controller, with C(ansible_connection=local)).
+      - When omitted, the C(KUBECONFIG) environment variable, then C(~/.kube/config), then the
+        in-cluster service account are tried, as C(kubectl) does.
+    type: path
+  context:
+    description:
+      - Name of the context in O(kubeconfig) to use. Defaults to the kubeconfig's current context.
+    type: str
+  request_timeout:
+    description:
+      - Seconds to wait for the API server to connect and to answer each request.
+      - An API server that does not answer within this time is reported as unreachable.
+    type: int
+    default: 30
+requirements:
+  - kubernetes (Python client) >= 33
+"""

@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument-spec dicts shared by the modules; kept in step with doc_fragments/."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# doc_fragments/k8s_auth.py documents these.
+AUTH_ARG_SPEC = {
+    "kubeconfig": {"type": "path"},
+    "context": {"type": "str"},
+    "request_timeout": {"type": "int", "default": 30},
+}
+
+# doc_fragments/evidence.py documents this.
+EVIDENCE_ARG_SPEC = {
+    "evidence_dir": {"type": "path"},
+}
+
+
+def merge_specs(*specs):
+    """One argument spec out of several; later dicts win."""
+    merged = {}
+    for spec in specs:
+        merged.update(spec)
+    return merged

@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Client layer: Kubernetes API I/O only (GET and LIST), no decisions.
+
+Talks to the API server with the ``kubernetes`` Python client's configuration and
+connection pool, but builds paths itself: one discovery GET per apiVersion (cached)
+maps a kind to its resource, then one LIST per selection. Every failure is raised as
+KaiopsError with a status an operator can act on (unreachable, unauthorized,
+forbidden, not_found, error).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import time
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
+    STATUS_ERROR,
+    STATUS_FORBIDDEN,
+    STATUS_INVALID,
+    STATUS_NOT_FOUND,
+    STATUS_UNAUTHORIZED,
+    STATUS_UNREACHABLE,
+    KaiopsError,
+)
+
+try:
+    import urllib3
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - exercised only without the library
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = exc
+
+ACCEPT_JSON = "application/json"
+# Server-side reduction to metadata: Secret data and Pod specs never cross the wire.
+ACCEPT_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," + ACCEPT_JSON
+
+_HTTP_STATUS = {401: STATUS_UNAUTHORIZED, 403: STATUS_FORBIDDEN, 404: STATUS_NOT_FOUND}
+
+
+def group_version_path(api_version):
+    """'v1' -> '/api/v1'; 'apps/v1' -> '/apis/apps/v1'."""
+    return "/api/" + api_version if "/" not in api_version else "/apis/" + api_version
+
+
+def load_api_client(kubeconfig=None, context=None):
+    """Build a kubernetes ApiClient from a kubeconfig (or in-cluster config); no request is made."""
+    if not HAS_KUBERNETES:
+        raise KaiopsError(
+            "Failed to import the kubernetes Python client: %s; install requirements.txt"
+            % KUBERNETES_IMPORT_ERROR,
+            status=STATUS_INVALID,
+        )
+    configuration = k8s_client.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG") or None
+    try:
+        if path is None and not os.path.exists(os.path.expanduser("~/.kube/config")):
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        else:
+            if path is not None and not os.path.isfile(os.path.expanduser(path.split(":")[0])):
+                raise KaiopsError(
+                    "Failed to load kubeconfig %s: the file does not exist" % path,
+                    status=STATUS_INVALID,
+                )
+            k8s_config.load_kube_config(
+                config_file=path,
+                context=context or None,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+    except KaiopsError:
+        raise
+    except Exception as exc:
+        raise KaiopsError(
+            "Failed to load kubeconfig %s (context %s): %s"
+            % (path or "~/.kube/config", context or "current", exc),
+            status=STATUS_INVALID,
+        ) from exc
+    # One attempt per request: a dead API server is reported, not retried for minutes.
+    configuration.retries = 0
+    return k8s_client.ApiClient(configuration)
+
+
+class KubeClient(object):
+    """GET/LIST against one API server. ``calls`` counts HTTP requests made."""
+
+    def __init__(self, api_client, request_timeout=30, clock=time.monotonic):
+        self._api = api_client
+        self._timeout = (request_timeout, request_timeout)
+        self._clock = clock
+        self._resources = {}
+        self.calls = 0
+        self.seconds = 0.0
+
+    @classmethod
+    def from_options(cls, kubeconfig=None, context=None, request_timeout=30):
+        return cls(load_api_client(kubeconfig, context), request_timeout)
+
+    @property
+    def host(self):
+        return self._api.configuration.host
+
+    def get(self, path, query=None, accept=ACCEPT_JSON, what=None):
+        """GET path and return the decoded JSON body."""
+        what = what or path
+        started = self._clock()
+        self.calls += 1
+        try:
+            method, url, headers, _body, _post = self._api.param_serialize(
+                "GET",
+                path,
+                query_params=[(k, v) for k, v in (query or {}).items() if v not in (None, "")],
+                header_params={"Accept": accept},
+                auth_settings=["BearerToken"],
+            )
+            response = self._api.call_api(
+                method, url, header_params=headers, _request_timeout=self._timeout
+            )
+            body = response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KaiopsError(
+                "Failed to reach the API server at %s for %s: %s" % (self.host, what, _short(exc)),
+                status=STATUS_UNREACHABLE,
+            ) from exc
+        except k8s_client.exceptions.ApiException as exc:
+            # The client raises status 0 for TLS failures: the server cannot be trusted/reached.
+            raise KaiopsError(
+                "Failed to reach the API server at %s for %s: %s"
+                % (self.host, what, _short(exc.reason)),
+                status=STATUS_UNREACHABLE
+                if not exc.status
+                else _HTTP_STATUS.get(exc.status, STATUS_ERROR),
+                http_status=exc.status or None,
+            ) from exc
+        finally:
+            self.seconds += self._clock() - started
+        if not 200 <= response.status < 300:
+            raise KaiopsError(
+                "Failed to read %s: HTTP %s %s" % (what, response.status, _api_message(body)),
+                status=_HTTP_STATUS.get(response.status, STATUS_ERROR),
+                http_status=response.status,
+            )
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise KaiopsError(
+                "Failed to decode %s: the API server did not answer JSON" % what
+            ) from exc
+
+    def server_version(self):
+        return self.get("/version", what="the server version")
+
+    def resource(self, api_version, kind):
+        """Discovery: (plural, namespaced) of a kind; one GET per apiVersion, cached."""
+        if api_version not in self._resources:
+            listing = self.get(
+                group_version_path(api_version), what="the resources of %s" % api_version
+            )
+            self._resources[api_version] = {
+                r["kind"]: (r["name"], bool(r.get("namespaced")))
+                for r in listing.get("resources", [])
+                if "/" not in r.get("name", "")
+            }
+        found = self._resources[api_version].get(kind)
+        if found is None:
+            raise KaiopsError(
+                "Failed to find kind %s in %s: the API server does not serve it"
+                % (kind, api_version),
+                status=STATUS_NOT_FOUND,
+            )
+        return found
+
+    def collection_path(self, api_version, kind, namespace=None, name=None):
+        plural, namespaced = self.resource(api_version, kind)
+        path = group_version_path(api_version)
+        if namespaced and namespace:
+            path += "/namespaces/" + namespace
+        path += "/" + plural
+        if name:
+            path += "/" + name
+        return path
+
+    def list(
+        self,
+        api_version,
+        kind,
+        namespace=None,
+        label_selector=None,
+        field_selector=None,
+        metadata_only=False,
+    ):
+        """One LIST request; items come back with apiVersion and kind filled in."""
+        path = self.collection_path(api_version, kind, namespace)
+        what = "%s %s%s" % (api_version, kind, " in namespace " + namespace if namespace else "")
+        body = self.get(
+            path,
+            query={"labelSelector": label_selector, "fieldSelector": field_selector},
+            accept=ACCEPT_METADATA if metadata_only else ACCEPT_JSON,
+            what="the list of " + what,
+        )
+        items = body.get("items") or []
+        for item in items:
+            item["apiVersion"] = api_version
+            item["kind"] = kind
+        return items
+
+    def read(self, api_version, kind, name, namespace=None):
+        """GET one object; None when it does not exist."""
+        path = self.collection_path(api_version, kind, namespace, name)
+        try:
+            obj = self.get(path, what="%s %s %s" % (api_version, kind, name))
+        except KaiopsError as exc:
+            if exc.status == STATUS_NOT_FOUND:
+                return None
+            raise
+        obj.setdefault("apiVersion", api_version)
+        obj.setdefault("kind", kind)
+        return obj
+
+
+def _short(exc):
+    text = str(exc)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _api_message(body):
+    try:
+        return json.loads(body).get("message", "")
+    except (ValueError, AttributeError, TypeError):
+        return ""

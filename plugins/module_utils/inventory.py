@@ -1,0 +1,513 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Service layer for kai_inventory_facts: what KAI runs on a cluster and whether it is exposed.
+
+Two steps, so the decisions are testable without a cluster:
+
+- ``InventoryService.collect`` reads (the client is the layer below): about ten LIST/GET
+  requests whatever the cluster size, plus one ConfigMap LIST per namespace that holds
+  GPU-sharing pods. A 403 or a missing API on an optional section is recorded in
+  ``access`` and the rest carries on; failing to read the server version (unreachable,
+  401, 403) raises, since nothing else can be trusted then.
+- ``analyse`` turns the raw reads into the inventory; pure, rules as data.
+
+The defect (KAI binder panic on an existing GPU-sharing ConfigMap with nil data) and
+the install facts are described in docs/ and the project's reference notes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
+    STATUS_FORBIDDEN,
+    STATUS_NOT_FOUND,
+    STATUS_UNAUTHORIZED,
+    KaiopsError,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
+    image_tag,
+    in_range,
+    parse_range,
+)
+
+# Pod annotations that put a pod on the GPU-sharing (fraction) path.
+FRACTION_ANNOTATIONS = ("gpu-fraction", "gpu-memory", "runai/shared-gpu-configmap")
+SHARED_CM_ANNOTATION = "runai/shared-gpu-configmap"
+ADMISSION_SHARING_ARG = "--gpu-sharing-enabled=true"
+NIL_MAP_REASON = "assignment to entry in nil map"
+
+NODE_LABELS = {
+    "mig_strategy": "nvidia.com/mig.strategy",
+    "sharing_strategy": "nvidia.com/gpu.sharing-strategy",
+    "replicas": "nvidia.com/gpu.replicas",
+    "product": "nvidia.com/gpu.product",
+    "device_plugin_config": "nvidia.com/device-plugin.config",
+    "mps_capable": "nvidia.com/mps.capable",
+    "fake_gpu": "run.ai/fake.gpu",
+}
+
+# Optional reads: section -> (apiVersion, kind, cluster-wide?). A 403/404 is recorded, not fatal.
+KAI_CONFIG = ("kai.scheduler/v1", "Config", "kai-config")
+BIND_REQUEST = ("scheduling.run.ai/v1alpha2", "BindRequest")
+CLUSTER_POLICY = ("nvidia.com/v1", "ClusterPolicy")
+
+LIST_LIMIT = 50  # pods/configmaps listed by name in the result; counts are always complete
+
+
+class InventoryService(object):
+    def __init__(self, client):
+        self._client = client
+
+    def _optional(self, access, section, read):
+        """Run read(); record 'ok', 'forbidden' or 'absent' for the section."""
+        try:
+            value = read()
+        except KaiopsError as exc:
+            if exc.status in (STATUS_FORBIDDEN, STATUS_UNAUTHORIZED):
+                access[section] = "forbidden"
+                return None
+            if exc.status == STATUS_NOT_FOUND:
+                access[section] = "absent"
+                return None
+            raise
+        access[section] = "ok"
+        return value
+
+    def collect(self, namespace, release_name=None):
+        """Every read the inventory needs, in one dict; see module docstring for failures."""
+        client = self._client
+        access = {}
+        raw = {"namespace": namespace, "access": access}
+        raw["version"] = client.server_version()  # fatal when it fails
+        raw["deployments"] = self._optional(
+            access, "deployments", lambda: client.list("apps/v1", "Deployment", namespace)
+        )
+        raw["kai_pods"] = self._optional(
+            access, "kai_pods", lambda: client.list("v1", "Pod", namespace)
+        )
+        raw["kai_config"] = self._optional(
+            access, "kai_config", lambda: client.read(KAI_CONFIG[0], KAI_CONFIG[1], KAI_CONFIG[2])
+        )
+        raw["helm_secrets"] = self._optional(
+            access,
+            "helm_releases",
+            lambda: client.list(
+                "v1",
+                "Secret",
+                namespace,
+                label_selector="owner=helm" + (",name=" + release_name if release_name else ""),
+                metadata_only=True,
+            ),
+        )
+        raw["pods"] = self._optional(
+            access, "pods", lambda: client.list("v1", "Pod", metadata_only=True)
+        )
+        raw["nodes"] = self._optional(access, "nodes", lambda: client.list("v1", "Node"))
+        raw["bind_requests"] = self._optional(
+            access, "bind_requests", lambda: client.list(BIND_REQUEST[0], BIND_REQUEST[1])
+        )
+        raw["cluster_policies"] = self._optional(
+            access, "cluster_policies", lambda: client.list(CLUSTER_POLICY[0], CLUSTER_POLICY[1])
+        )
+        raw["device_plugin_configmaps"] = []
+        for name in _device_plugin_config_names(raw["cluster_policies"] or []):
+            found = self._optional(
+                access,
+                "device_plugin_config",
+                lambda name=name: client.list(
+                    "v1", "ConfigMap", field_selector="metadata.name=" + name
+                ),
+            )
+            raw["device_plugin_configmaps"].extend(found or [])
+        raw["sharing_configmaps"] = {}
+        for ns in sorted({p["metadata"]["namespace"] for p in fraction_pods(raw["pods"] or [])}):
+            found = self._optional(
+                access, "sharing_configmaps", lambda ns=ns: client.list("v1", "ConfigMap", ns)
+            )
+            raw["sharing_configmaps"][ns] = found or []
+        raw["api_calls"] = client.calls
+        return raw
+
+
+# ---------------------------------------------------------------- pure analysis
+
+
+def _annotations(obj):
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _labels(obj):
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def fraction_pods(pods):
+    return [p for p in pods if any(a in _annotations(p) for a in FRACTION_ANNOTATIONS)]
+
+
+def _device_plugin_config_names(policies):
+    names = []
+    for policy in policies:
+        cfg = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
+        if cfg.get("name"):
+            names.append(cfg["name"])
+    return sorted(set(names))
+
+
+def _selector_matches(selector, labels):
+    match = (selector or {}).get("matchLabels") or {}
+    return bool(match) and all(labels.get(k) == v for k, v in match.items())
+
+
+def component(deployment, pods):
+    """One Deployment: images with tags, replicas, pod restarts."""
+    spec = deployment.get("spec") or {}
+    status = deployment.get("status") or {}
+    template = (spec.get("template") or {}).get("spec") or {}
+    own = [p for p in pods if _selector_matches(spec.get("selector"), _labels(p))]
+    restarts = {}
+    for pod in own:
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            restarts[cs["name"]] = restarts.get(cs["name"], 0) + int(cs.get("restartCount", 0))
+    containers = []
+    for container in template.get("containers") or []:
+        repository, tag, digest = image_tag(container.get("image"))
+        containers.append(
+            {
+                "name": container.get("name"),
+                "image": container.get("image"),
+                "repository": repository,
+                "tag": tag,
+                "digest": digest,
+                "args": list(container.get("args") or []),
+                "restarts": restarts.get(container.get("name"), 0),
+            }
+        )
+    meta = deployment.get("metadata") or {}
+    return {
+        "name": meta.get("name"),
+        "replicas": spec.get("replicas", 1),
+        "ready_replicas": status.get("readyReplicas", 0),
+        "available_replicas": status.get("availableReplicas", 0),
+        "updated_replicas": status.get("updatedReplicas", 0),
+        "pods": len(own),
+        "restarts": sum(restarts.values()),
+        "containers": containers,
+        "helm_release": _annotations(deployment).get("meta.helm.sh/release-name"),
+    }
+
+
+def _main_container(comp, preferred):
+    for container in comp["containers"]:
+        if container["name"] == preferred:
+            return container
+    return comp["containers"][0] if comp["containers"] else None
+
+
+def helm_from_secrets(secrets):
+    """Latest revision per release from Helm's release Secrets' labels (no data is read)."""
+    releases = {}
+    for secret in secrets or []:
+        labels = _labels(secret)
+        name, revision = labels.get("name"), labels.get("version", "0")
+        if not name or not revision.isdigit():
+            continue
+        if name not in releases or int(revision) > releases[name]["revision"]:
+            releases[name] = {
+                "release": name,
+                "revision": int(revision),
+                "status": labels.get("status"),
+            }
+    return releases
+
+
+def sharing_configmaps(pods, configmaps_by_ns):
+    """GPU-sharing ConfigMaps named after the pods' runai/shared-gpu-configmap prefix."""
+    found = []
+    for pod in pods:
+        prefix = _annotations(pod).get(SHARED_CM_ANNOTATION)
+        if not prefix:
+            continue
+        meta = pod["metadata"]
+        pattern = re.compile(r"^%s-(i?\d+)(-evar)?$" % re.escape(prefix))
+        for cm in configmaps_by_ns.get(meta["namespace"], []):
+            cm_meta = cm.get("metadata") or {}
+            match = pattern.match(cm_meta.get("name", ""))
+            if not match:
+                continue
+            owners = cm_meta.get("ownerReferences") or []
+            owned_by_pod = (
+                len(owners) == 1
+                and owners[0].get("kind") == "Pod"
+                and owners[0].get("uid") == meta.get("uid")
+            )
+            has_data = bool(cm.get("data")) or bool(cm.get("binaryData"))
+            role = "env" if match.group(2) else "capabilities"
+            found.append(
+                {
+                    "namespace": meta["namespace"],
+                    "name": cm_meta.get("name"),
+                    "pod": meta.get("name"),
+                    "role": role,
+                    "has_data": has_data,
+                    "owned_by_pod": owned_by_pod,
+                    # Every precondition on the ConfigMap side of the panicking branch.
+                    "trigger_ready": role == "capabilities" and not has_data and owned_by_pod,
+                }
+            )
+    return found
+
+
+def gpu_nodes(nodes, device_plugin_configmaps):
+    listed, mig, fake = [], set(), 0
+    time_slicing = mps = False
+    for node in nodes or []:
+        labels = _labels(node)
+        capacity = ((node.get("status") or {}).get("capacity") or {}).get("nvidia.com/gpu")
+        is_fake = labels.get(NODE_LABELS["fake_gpu"]) == "true"
+        if not capacity and not is_fake:
+            continue
+        hints = {key: labels.get(label) for key, label in NODE_LABELS.items() if label in labels}
+        fake += 1 if is_fake else 0
+        if hints.get("mig_strategy"):
+            mig.add(hints["mig_strategy"])
+        sharing = hints.get("sharing_strategy")
+        time_slicing = time_slicing or sharing == "time-slicing" or _int(hints.get("replicas")) > 1
+        mps = mps or sharing == "mps" or hints.get("mps_capable") == "true"
+        listed.append({"name": node["metadata"]["name"], "gpus": _int(capacity), "hints": hints})
+    configs = []
+    for cm in device_plugin_configmaps or []:
+        text = "\n".join(str(v) for v in (cm.get("data") or {}).values())
+        entry = {
+            "namespace": cm["metadata"].get("namespace"),
+            "name": cm["metadata"]["name"],
+            "time_slicing": "timeSlicing" in text,
+            "mps": re.search(r"\bmps\b", text) is not None,
+        }
+        time_slicing = time_slicing or entry["time_slicing"]
+        mps = mps or entry["mps"]
+        configs.append(entry)
+    return {
+        "count": len(listed),
+        "gpus_total": sum(n["gpus"] for n in listed),
+        "nodes": listed,
+        "hints": {
+            "mig_strategies": sorted(mig),
+            "time_slicing": time_slicing,
+            "mps": mps,
+            "fake_gpu_nodes": fake,
+            "device_plugin_configs": configs,
+        },
+    }
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+# Exposure verdict rules, in order; the first whose predicate holds wins.
+VERDICT_RULES = (
+    ("not_installed", lambda f: not f["installed"], "KAI is not installed in the namespace"),
+    (
+        "unknown",
+        lambda f: f["version_in_range"] is None,
+        "the binder version could not be read from its image tag",
+    ),
+    (
+        "not_exposed",
+        lambda f: not f["version_in_range"],
+        "the binder version is outside the affected range",
+    ),
+    (
+        "exposed",
+        lambda f: f["path_in_use"],
+        "affected binder version and pods on the GPU-sharing path",
+    ),
+    (
+        "latent",
+        lambda f: f["gpu_sharing_enabled"],
+        "affected binder version and GPU sharing on, but no GPU-sharing pods right now",
+    ),
+    (
+        "not_exposed",
+        lambda f: True,
+        "affected binder version, but GPU sharing is off and no pod uses it",
+    ),
+)
+
+
+def verdict(facts):
+    for name, predicate, reason in VERDICT_RULES:
+        if predicate(facts):
+            return name, reason
+    raise AssertionError("VERDICT_RULES ends with a catch-all")  # pragma: no cover
+
+
+def analyse(
+    raw,
+    cluster,
+    affected_range,
+    binder_name="binder",
+    operator_name="kai-operator",
+    admission_name="admission",
+    restart_threshold=None,
+):
+    """The inventory of one cluster from collect()'s reads; raises only for a bad range."""
+    parse_range(affected_range)
+    access = raw.get("access") or {}
+    deployments = raw.get("deployments") or []
+    kai_pods = raw.get("kai_pods") or []
+    components = sorted((component(d, kai_pods) for d in deployments), key=lambda c: c["name"])
+    by_name = {c["name"]: c for c in components}
+    binder = by_name.get(binder_name)
+    operator_comp = by_name.get(operator_name)
+    admission = by_name.get(admission_name)
+    config = raw.get("kai_config")
+    installed = bool(binder or operator_comp)
+
+    binder_container = _main_container(binder, binder_name) if binder else None
+    operator_container = _main_container(operator_comp, "operator") if operator_comp else None
+    version = (binder_container or {}).get("tag")
+    version_source = "binder image tag"
+    if version is None and operator_container:
+        version, version_source = operator_container.get("tag"), "operator image tag"
+
+    config_spec = (config or {}).get("spec") or {}
+    config_sharing = (config_spec.get("admission") or {}).get("gpuSharing")
+    sharing_mode = (config_spec.get("global") or {}).get("gpuSharingMode")
+    admission_arg = None
+    if admission:
+        admission_arg = any(ADMISSION_SHARING_ARG in c["args"] for c in admission["containers"])
+    if admission_arg is not None:
+        sharing_enabled, sharing_source = admission_arg, "admission container args"
+    elif config_sharing is not None:
+        sharing_enabled, sharing_source = (
+            bool(config_sharing),
+            "kai-config spec.admission.gpuSharing",
+        )
+    else:
+        sharing_enabled, sharing_source = None, "unknown"
+
+    pods = fraction_pods(raw.get("pods") or [])
+    cms = sharing_configmaps(pods, raw.get("sharing_configmaps") or {})
+    bind_requests = raw.get("bind_requests") or []
+    failed = [b for b in bind_requests if (b.get("status") or {}).get("phase") == "Failed"]
+    nil_map = [b for b in failed if NIL_MAP_REASON in str((b.get("status") or {}).get("reason"))]
+
+    helm_releases = helm_from_secrets(raw.get("helm_secrets"))
+    release_name = next((c["helm_release"] for c in components if c["helm_release"]), None)
+    helm = dict(helm_releases.get(release_name) or {}) if release_name else {}
+    helm.update(
+        {
+            "release": release_name,
+            "namespace": raw.get("namespace") if release_name else None,
+            # chart version = app version = release tag for the KAI chart
+            "chart_version": operator_container.get("tag") if operator_container else None,
+            "source": "deployment annotations and operator image tag",
+        }
+    )
+
+    version_affected = in_range(version, affected_range) if installed else None
+    facts = {
+        "installed": installed,
+        "version_in_range": version_affected,
+        "path_in_use": bool(pods),
+        "gpu_sharing_enabled": bool(sharing_enabled),
+    }
+    verdict_name, reason = verdict(facts)
+    reasons = [reason]
+    if cms and any(c["trigger_ready"] for c in cms):
+        reasons.append(
+            "GPU-sharing ConfigMaps with no data owned by their pod exist "
+            "(the exact precondition of the panic)"
+        )
+    if nil_map:
+        reasons.append("BindRequests already failed with '%s'" % NIL_MAP_REASON)
+
+    over = []
+    if restart_threshold is not None:
+        over = [c["name"] for c in components if c["restarts"] > restart_threshold]
+
+    status = "ok" if installed else "not_installed"
+    denied = sorted(k for k, v in access.items() if v == "forbidden")
+    if installed and denied:
+        status = "partial"
+    if not installed and access.get("deployments") == "forbidden":
+        status = "forbidden"
+
+    version_info = raw.get("version") or {}
+    return {
+        "cluster": cluster,
+        "status": status,
+        "server_version": {
+            "git_version": version_info.get("gitVersion"),
+            "major": version_info.get("major"),
+            "minor": version_info.get("minor"),
+            "platform": version_info.get("platform"),
+        },
+        "kai": {
+            "installed": installed,
+            "namespace": raw.get("namespace"),
+            "version": version,
+            "version_source": version_source if version else None,
+            "binder": binder,
+            "operator": operator_comp,
+            "components": components,
+            "helm": helm,
+            "config": {
+                "found": config is not None,
+                "gpu_sharing": config_sharing,
+                "gpu_sharing_mode": sharing_mode,
+            },
+        },
+        "gpu_sharing": {
+            "enabled": sharing_enabled,
+            "source": sharing_source,
+            "admission_arg": admission_arg,
+            "config_gpu_sharing": config_sharing,
+            "config_gpu_sharing_mode": sharing_mode,
+        },
+        "affected_path": {
+            "in_use": bool(pods),
+            "fraction_pods": len(pods),
+            "pods": [
+                {
+                    "namespace": p["metadata"]["namespace"],
+                    "name": p["metadata"]["name"],
+                    "annotations": {
+                        k: v for k, v in _annotations(p).items() if k in FRACTION_ANNOTATIONS
+                    },
+                }
+                for p in pods[:LIST_LIMIT]
+            ],
+            "configmaps": len(cms),
+            "configmaps_without_data": sum(1 for c in cms if not c["has_data"]),
+            "trigger_ready_configmaps": sum(1 for c in cms if c["trigger_ready"]),
+            "configmap_list": cms[:LIST_LIMIT],
+        },
+        "symptoms": {
+            "bind_requests": len(bind_requests),
+            "bind_requests_failed": len(failed),
+            "bind_requests_nil_map": len(nil_map),
+        },
+        "gpu_nodes": gpu_nodes(raw.get("nodes"), raw.get("device_plugin_configmaps")),
+        "exposure": {
+            "verdict": verdict_name,
+            "reasons": reasons,
+            "affected_range": affected_range,
+            "binder_version": version,
+            "version_in_range": version_affected,
+            "path_in_use": facts["path_in_use"],
+            "gpu_sharing_enabled": sharing_enabled,
+        },
+        "restart_threshold": restart_threshold,
+        "restart_threshold_exceeded": over,
+        "access": dict(sorted(access.items())),
+        "api_calls": raw.get("api_calls"),
+    }

@@ -1,0 +1,209 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_inventory_facts
+short_description: Read what KAI Scheduler runs on a cluster and whether it is exposed
+version_added: 0.1.0
+author:
+  - kaiops contributors
+description:
+  - Reads, without changing anything, the Kubernetes server version; the KAI install in
+    O(namespace) (Deployments with images, tags, ready replicas and container restarts; the
+    operator; the Helm release from the Deployments' C(meta.helm.sh/release-name) annotation and
+    the labels of Helm's release Secrets, read as metadata only); whether GPU sharing is on
+    (admission container args C(--gpu-sharing-enabled=true), the C(kai-config) Config
+    C(kai.scheduler/v1) C(spec.admission.gpuSharing) and C(spec.global.gpuSharingMode));
+    pods on the GPU-sharing path (annotations C(gpu-fraction), C(gpu-memory),
+    C(runai/shared-gpu-configmap)) and their GPU-sharing ConfigMaps, how many have no data;
+    failed BindRequests; GPU nodes and sharing hints (C(nvidia.com/gpu) capacity,
+    C(nvidia.com/mig.strategy), time-slicing and MPS labels and device-plugin configs,
+    C(run.ai/fake.gpu)).
+  - Computes an exposure verdict to the KAI binder panic on an existing GPU-sharing ConfigMap
+    with nil data, from the binder image tag against O(affected_range) and whether the path is
+    in use. Verdicts are V(exposed), V(latent), V(not_exposed), V(not_installed), V(unknown).
+  - About ten requests whatever the cluster size, plus one ConfigMap LIST per namespace that
+    holds GPU-sharing pods.
+  - Sections the credentials may not read (HTTP 403) or APIs the cluster does not serve are
+    recorded in RV(inventory.access) and the module carries on; the cluster status is then
+    V(partial).
+  - Fails, with RV(status) set, when the API server is unreachable (V(unreachable)), rejects the
+    credentials (V(unauthorized)), forbids reading Deployments in O(namespace) (V(forbidden)), or
+    an input is wrong (V(invalid_input)); a bad O(affected_range) or kubeconfig fails before any
+    request.
+extends_documentation_fragment:
+  - kaiops.runbooks.k8s_auth
+options:
+  cluster:
+    description: Name of the cluster in the report, usually C(inventory_hostname).
+    type: str
+    required: true
+  namespace:
+    description: Namespace of the KAI release.
+    type: str
+    default: kai-scheduler
+  affected_range:
+    description:
+      - Binder versions affected by the defect, as comma-separated clauses C(<op><version>)
+        with op one of C(>=), C(>), C(<=), C(<), C(==), C(!=).
+      - The default is conservative. The release notes say v0.16.14 fixes the panic; up to
+        v0.16.8 every caller passed an empty map so the panicking loop never ran. Which releases
+        between carry the race fix without the nil check must be read from each version's
+        source, so every release after v0.16.8 is counted as affected.
+    type: str
+    default: ">=0.16.9,<0.16.14"
+  helm_release:
+    description: Name of the Helm release, used to read its release Secrets' labels.
+    type: str
+    default: kai-scheduler
+  binder_deployment:
+    description: Name of the binder Deployment (its image tag is the KAI version).
+    type: str
+    default: binder
+  operator_deployment:
+    description: Name of the operator Deployment.
+    type: str
+    default: kai-operator
+  admission_deployment:
+    description: Name of the admission Deployment.
+    type: str
+    default: admission
+  restart_threshold:
+    description:
+      - Components whose containers restarted more than this many times in total are listed in
+        RV(inventory.restart_threshold_exceeded). Note the binder recovers this panic without
+        restarting, so restart counts alone miss the defect.
+    type: int
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; runs the same under C(--check) and always reports C(changed=false).
+"""
+
+EXAMPLES = r"""
+- name: Inventory KAI on the cluster
+  kaiops.runbooks.kai_inventory_facts:
+    cluster: "{{ inventory_hostname }}"
+    kubeconfig: "{{ kaiops_kubeconfig }}"
+    context: "{{ kaiops_context | default(omit) }}"
+    namespace: kai-scheduler
+  register: kai_inventory_facts_result
+
+- name: Show the verdict
+  ansible.builtin.debug:
+    msg: "{{ kai_inventory_facts_result.inventory.exposure.verdict }}"
+"""
+
+RETURN = r"""
+inventory:
+  description: The cluster's inventory; docs/evidence.md describes every field.
+  returned: success
+  type: dict
+  contains:
+    cluster:
+      description: O(cluster).
+      type: str
+    status:
+      description: V(ok), V(partial) (some sections forbidden), or V(not_installed).
+      type: str
+      sample: ok
+    server_version:
+      description: C(gitVersion), C(major), C(minor), C(platform) of the API server.
+      type: dict
+    kai:
+      description: installed, namespace, version (binder image tag), components, helm, config.
+      type: dict
+    gpu_sharing:
+      description: Whether GPU sharing is on, and from which source that was read.
+      type: dict
+    affected_path:
+      description: GPU-sharing pods and ConfigMaps, counts of ConfigMaps without data.
+      type: dict
+    symptoms:
+      description: BindRequests total, failed, and failed with "assignment to entry in nil map".
+      type: dict
+    gpu_nodes:
+      description: GPU nodes with capacity and sharing hints.
+      type: dict
+    exposure:
+      description: C(verdict), C(reasons), C(affected_range), C(binder_version), inputs.
+      type: dict
+      sample:
+        verdict: exposed
+        reasons: [affected binder version and pods on the GPU-sharing path]
+        affected_range: ">=0.16.9,<0.16.14"
+        binder_version: v0.16.13
+        version_in_range: true
+        path_in_use: true
+        gpu_sharing_enabled: true
+    access:
+      description: Per section read, V(ok), V(forbidden) or V(absent) (API not served).
+      type: dict
+    api_calls:
+      description: HTTP requests made.
+      type: int
+    duration_s:
+      description: Seconds spent.
+      type: float
+helm_path:
+  description: Path of the C(helm) binary on the host running the module, or null.
+  returned: success
+  type: str
+status:
+  description:
+    - On failure, V(unreachable), V(unauthorized), V(forbidden), V(invalid_input) or V(error).
+  returned: failure
+  type: str
+  sample: unreachable
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    AUTH_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.runner import run_inventory_facts
+
+
+def argspec():
+    return merge_specs(
+        AUTH_ARG_SPEC,
+        {
+            "cluster": {"type": "str", "required": True},
+            "namespace": {"type": "str", "default": "kai-scheduler"},
+            "affected_range": {"type": "str", "default": ">=0.16.9,<0.16.14"},
+            "helm_release": {"type": "str", "default": "kai-scheduler"},
+            "binder_deployment": {"type": "str", "default": "binder"},
+            "operator_deployment": {"type": "str", "default": "kai-operator"},
+            "admission_deployment": {"type": "str", "default": "admission"},
+            "restart_threshold": {"type": "int"},
+        },
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    if not HAS_KUBERNETES:
+        module.fail_json(
+            msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR)
+        )
+    try:
+        run_inventory_facts(module)
+    except KaiopsError as exc:
+        module.fail_json(msg=exc.msg, **exc.result())
+
+
+if __name__ == "__main__":
+    main()

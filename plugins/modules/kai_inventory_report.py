@@ -1,0 +1,105 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_inventory_report
+short_description: Write the multi-cluster KAI inventory into the run's evidence folder
+version_added: 0.1.0
+author:
+  - kaiops contributors
+description:
+  - Takes the per-cluster inventories (as returned by M(kaiops.runbooks.kai_inventory_facts), or
+    a failure record with C(status) and C(error)) and writes C(inventory.json) and
+    C(inventory.md) into the run's evidence folder.
+  - Returns a summary with counts by status and by verdict, the clusters that could not be
+    inventoried, and the exposed clusters.
+  - Touches no cluster. Never replaces a file, so a second report in the same run fails.
+extends_documentation_fragment:
+  - kaiops.runbooks.evidence
+options:
+  clusters:
+    description:
+      - Inventory per cluster name. A cluster whose entry has C(status) V(unreachable),
+        V(unauthorized), V(forbidden), V(invalid_input), V(error) or no status is listed as failed.
+    type: dict
+    required: true
+  affected_range:
+    description: The affected binder range used, shown in the report header.
+    type: str
+    default: ">=0.16.9,<0.16.14"
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Changes nothing in any cluster and reports C(changed=false); the report files are written
+        under C(--check) too, since they are the evidence of the run.
+"""
+
+EXAMPLES = r"""
+- name: Write the inventory report
+  kaiops.runbooks.kai_inventory_report:
+    clusters:
+      lab: "{{ hostvars['lab'].kai_inventory__output }}"
+      prod-eu-west: "{{ hostvars['prod-eu-west'].kai_inventory__output }}"
+  register: kai_inventory_report_result
+"""
+
+RETURN = r"""
+summary:
+  description: Counts and lists over all clusters.
+  returned: always
+  type: dict
+  sample:
+    clusters: 3
+    by_status: {ok: 1, not_installed: 1, unreachable: 1}
+    by_verdict: {exposed: 1, not_installed: 1}
+    failed: [{cluster: prod-b, status: unreachable, error: "Failed to reach ..."}]
+    exposed: [lab]
+files:
+  description: Files written, relative to RV(evidence_dir).
+  returned: always
+  type: list
+  elements: str
+  sample: [inventory.json, inventory.md]
+evidence_dir:
+  description: The evidence folder written into; null when none was known.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.runner import run_inventory_report
+
+
+def argspec():
+    return merge_specs(
+        EVIDENCE_ARG_SPEC,
+        {
+            "clusters": {"type": "dict", "required": True},
+            "affected_range": {"type": "str", "default": ">=0.16.9,<0.16.14"},
+        },
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    try:
+        run_inventory_report(module)
+    except KaiopsError as exc:
+        module.fail_json(msg=exc.msg, **exc.result())
+
+
+if __name__ == "__main__":
+    main()

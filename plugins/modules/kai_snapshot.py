@@ -1,0 +1,219 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_snapshot
+short_description: Capture sets of Kubernetes objects into the run's evidence folder
+version_added: 0.1.0
+author:
+  - kaiops contributors
+description:
+  - Reads one or more selections of objects (kind, apiVersion, namespace, label and field
+    selectors) with one LIST request per selection, plus one discovery request per apiVersion;
+    never one request per object.
+  - Returns the objects and writes each as a JSON file under
+    C(snapshots/<name>/<NN>-<kind>/<namespace>/<object>.json) in the run's evidence folder,
+    with an C(index.json) listing the selections, counts and what was removed.
+  - Secret C(data) and C(stringData) are never returned or written; nor are the
+    C(kubectl.kubernetes.io/last-applied-configuration) annotation (it can hold a Secret's
+    data), C(metadata.managedFields), Helm v2 release ConfigMap data, TokenRequest tokens,
+    and literal Pod/template env values whose names look secret (TOKEN, PASSWORD, SECRET...).
+  - If C(snapshots/<name>) already exists in the run's folder the module writes to
+    C(snapshots/<name>-2) (then C(-3) and so on); files are never replaced.
+extends_documentation_fragment:
+  - kaiops.runbooks.k8s_auth
+  - kaiops.runbooks.evidence
+options:
+  name:
+    description:
+      - Name of the snapshot; the folder under C(snapshots/) in the evidence folder.
+      - Characters outside C([A-Za-z0-9._-]) are replaced with C(_).
+    type: str
+    required: true
+  selections:
+    description:
+      - What to capture; each entry is one LIST request.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      kind:
+        description: Kind of the objects, e.g. C(ConfigMap), C(Deployment).
+        type: str
+        required: true
+      api_version:
+        description: apiVersion of the kind, e.g. C(v1), C(apps/v1), C(kai.scheduler/v1).
+        type: str
+        default: v1
+      namespace:
+        description:
+          - Namespace to list in. Omit to list in all namespaces (or for cluster-scoped kinds).
+        type: str
+      label_selectors:
+        description: Label selectors, joined with commas (all must match).
+        type: list
+        elements: str
+        default: []
+      field_selectors:
+        description: Field selectors, joined with commas (all must match).
+        type: list
+        elements: str
+        default: []
+  return_objects:
+    description:
+      - Return the (sanitized) objects in RV(objects).
+      - Set to C(false) for large snapshots to keep the task result, and the evidence
+        callback's C(tasks.jsonl), small; the files are written either way.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The module only reads from the cluster, so it runs unchanged under C(--check) and
+        reports C(changed=false); it still writes its evidence files, which are the record of
+        the run and not managed state.
+notes:
+  - Run it on the controller (C(ansible_connection=local)) so it can see the evidence folder
+    the C(kaiops.runbooks.evidence) callback exports in C(KAIOPS_EVIDENCE_DIR).
+seealso:
+  - module: kaiops.runbooks.kai_inventory_facts
+"""
+
+EXAMPLES = r"""
+- name: Snapshot KAI's components and the GPU-sharing ConfigMaps of a namespace
+  kaiops.runbooks.kai_snapshot:
+    kubeconfig: "{{ kaiops_kubeconfig }}"
+    name: before-upgrade
+    selections:
+      - kind: Deployment
+        api_version: apps/v1
+        namespace: kai-scheduler
+      - kind: Config
+        api_version: kai.scheduler/v1
+      - kind: ConfigMap
+        namespace: team-a
+        label_selectors:
+          - app=trainer
+  register: kai_rollout_snapshot
+
+- name: Snapshot every BindRequest without returning them
+  kaiops.runbooks.kai_snapshot:
+    name: bindrequests
+    return_objects: false
+    selections:
+      - kind: BindRequest
+        api_version: scheduling.run.ai/v1alpha2
+"""
+
+RETURN = r"""
+name:
+  description: The snapshot name as given.
+  returned: always
+  type: str
+  sample: before-upgrade
+count:
+  description: Number of objects captured over all selections.
+  returned: always
+  type: int
+  sample: 12
+selections:
+  description: Per selection, the normalized selection, the object count and what was removed.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - selection: {api_version: v1, kind: Secret, namespace: kai-scheduler,
+                  label_selectors: [], field_selectors: []}
+      count: 1
+      redactions: [{kind: Secret, namespace: kai-scheduler, name: tls, removed: [data]}]
+api_calls:
+  description: HTTP requests made (one discovery GET per apiVersion plus one LIST per selection).
+  returned: always
+  type: int
+  sample: 4
+duration_s:
+  description: Seconds the module spent, reads and writes together.
+  returned: always
+  type: float
+  sample: 0.42
+evidence_dir:
+  description: The evidence folder written into; null when none was known.
+  returned: always
+  type: str
+  sample: /srv/kaiops/evidence/20261101T101500Z-rollout-1a2b3c4d
+folder:
+  description: The snapshot folder, relative to RV(evidence_dir); null when nothing was written.
+  returned: always
+  type: str
+  sample: snapshots/before-upgrade
+files:
+  description: Number of files written (one per object plus index.json).
+  returned: always
+  type: int
+  sample: 13
+objects:
+  description: The sanitized objects, each with apiVersion and kind.
+  returned: when return_objects is true
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    AUTH_ARG_SPEC,
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.runner import run_snapshot
+
+
+def argspec():
+    return merge_specs(
+        AUTH_ARG_SPEC,
+        EVIDENCE_ARG_SPEC,
+        {
+            "name": {"type": "str", "required": True},
+            "selections": {
+                "type": "list",
+                "elements": "dict",
+                "required": True,
+                "options": {
+                    "kind": {"type": "str", "required": True},
+                    "api_version": {"type": "str", "default": "v1"},
+                    "namespace": {"type": "str"},
+                    "label_selectors": {"type": "list", "elements": "str", "default": []},
+                    "field_selectors": {"type": "list", "elements": "str", "default": []},
+                },
+            },
+            "return_objects": {"type": "bool", "default": True},
+        },
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    if not HAS_KUBERNETES:
+        module.fail_json(
+            msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR)
+        )
+    try:
+        run_snapshot(module)
+    except KaiopsError as exc:
+        module.fail_json(msg=exc.msg, **exc.result())
+
+
+if __name__ == "__main__":
+    main()
