@@ -1,0 +1,86 @@
+"""Shared fixtures: fixture paths, the fake API server, a fake AnsibleModule."""
+
+import json
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+FIXTURES = os.path.join(HERE, "fixtures")
+sys.path.insert(0, HERE)
+
+from fakeapi import FakeAPI, FakeClient  # noqa: E402
+
+
+def fixture_path(*parts):
+    return os.path.join(FIXTURES, *parts)
+
+
+@pytest.fixture
+def cluster_fixture():
+    """Path of a cluster fixture by name (tests/unit/fixtures/clusters/<name>.yml)."""
+    return lambda name: fixture_path("clusters", name + ".yml")
+
+
+@pytest.fixture
+def fake_client(cluster_fixture):
+    return lambda name, **kw: FakeClient.from_fixture(cluster_fixture(name), **kw)
+
+
+@pytest.fixture
+def fake_api(cluster_fixture):
+    """Start FakeAPI servers from fixtures; all are stopped at teardown."""
+    started = []
+
+    def start(name=None, **kwargs):
+        api = FakeAPI.from_fixture(cluster_fixture(name)) if name else FakeAPI(**kwargs)
+        for key, value in kwargs.items():
+            setattr(api, key, value)
+        started.append(api.start())
+        return api
+
+    yield start
+    for api in started:
+        api.stop()
+
+
+class ExitJson(Exception):
+    def __init__(self, result):
+        super().__init__("exit_json")
+        self.result = result
+
+
+class FailJson(Exception):
+    def __init__(self, result):
+        super().__init__(result.get("msg"))
+        self.result = result
+
+
+class FakeModule:
+    """What the runner uses of AnsibleModule: params, check_mode, warn, exit/fail, get_bin_path."""
+
+    def __init__(self, params, check_mode=False, bin_paths=None):
+        self.params = params
+        self.check_mode = check_mode
+        self.warnings = []
+        self._bin_paths = bin_paths or {}
+
+    def warn(self, msg):
+        self.warnings.append(msg)
+
+    def exit_json(self, **result):
+        json.dumps(result)  # a module result must serialize
+        raise ExitJson(result)
+
+    def fail_json(self, **result):
+        raise FailJson(result)
+
+    def get_bin_path(self, name):
+        return self._bin_paths.get(name)
+
+
+@pytest.fixture
+def fake_module():
+    return FakeModule
