@@ -96,14 +96,21 @@ def render_markdown(clusters, summary, affected_range, generated_at=None):
         lines += ["- %s" % r for r in exposure.get("reasons") or []]
         kai = entry.get("kai") or {}
         helm = kai.get("helm") or {}
-        lines += [
-            "",
-            "Helm release: %s, chart %s, revision %s, status %s (source: %s)"
-            % tuple(
-                _cell(helm.get(k))
-                for k in ("release", "chart_version", "revision", "status", "source")
-            ),
-        ]
+        if not kai.get("installed"):
+            lines += [
+                "",
+                "No KAI Deployments (binder, kai-operator) in namespace %s."
+                % _cell(kai.get("namespace")),
+            ]
+        else:
+            lines += [
+                "",
+                "Helm release: %s, chart %s, revision %s, status %s (source: %s)"
+                % tuple(
+                    _cell(helm.get(k))
+                    for k in ("release", "chart_version", "revision", "status", "source")
+                ),
+            ]
         if kai.get("components"):
             lines += ["", "| Deployment | Image | Ready | Restarts |", "|---|---|---|---|"]
             for comp in kai["components"]:
