@@ -107,7 +107,9 @@ class FakeAPI:
             "kind": "Config",
             "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
             "users": [{"name": "fake", "user": {"token": self.token}}],
-            "contexts": [{"name": c, "context": {"cluster": "fake", "user": "fake"}} for c in contexts],
+            "contexts": [
+                {"name": c, "context": {"cluster": "fake", "user": "fake"}} for c in contexts
+            ],
             "current-context": context,
         }
         with open(path, "w") as handle:
@@ -126,8 +128,12 @@ class FakeAPI:
             return 403, _status(403, 'forbidden: cannot list resource at "%s"' % url.path)
         if url.path == "/version":
             major, minor = self.version.lstrip("v").split(".")[:2]
-            return 200, {"gitVersion": self.version, "major": major, "minor": minor,
-                         "platform": "linux/amd64"}
+            return 200, {
+                "gitVersion": self.version,
+                "major": major,
+                "minor": minor,
+                "platform": "linux/amd64",
+            }
         parts = [p for p in url.path.split("/") if p]
         if parts[:1] == ["api"]:
             group_version, rest = parts[1], parts[2:]
@@ -142,39 +148,65 @@ class FakeAPI:
         namespace = None
         if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
-        kind = next((k for (gv, k), (res, _n) in KINDS.items()
-                     if gv == group_version and res == rest[0]), None)
+        kind = next(
+            (k for (gv, k), (res, _n) in KINDS.items() if gv == group_version and res == rest[0]),
+            None,
+        )
         if kind is None:
             return 404, _status(404, "the server could not find the requested resource")
-        items = [o for o in self.objects
-                 if o["apiVersion"] == group_version and o["kind"] == kind
-                 and (namespace is None or o["metadata"].get("namespace") == namespace)]
+        items = [
+            o
+            for o in self.objects
+            if o["apiVersion"] == group_version
+            and o["kind"] == kind
+            and (namespace is None or o["metadata"].get("namespace") == namespace)
+        ]
         if len(rest) == 2:
             found = [o for o in items if o["metadata"]["name"] == rest[1]]
             if not found:
                 return 404, _status(404, '%s "%s" not found' % (rest[0], rest[1]))
             return 200, found[0]
-        items = [o for o in items
-                 if _match_labels(query.get("labelSelector"), o["metadata"].get("labels") or {})
-                 and _match_fields(query.get("fieldSelector"), o)]
+        items = [
+            o
+            for o in items
+            if _match_labels(query.get("labelSelector"), o["metadata"].get("labels") or {})
+            and _match_fields(query.get("fieldSelector"), o)
+        ]
         if "PartialObjectMetadataList" in (headers.get("Accept") or ""):
-            items = [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-                      "metadata": o["metadata"]} for o in items]
+            items = [
+                {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "PartialObjectMetadata",
+                    "metadata": o["metadata"],
+                }
+                for o in items
+            ]
         else:
-            items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
-                     for o in items]
-        return 200, {"kind": kind + "List", "apiVersion": group_version, "items": items,
-                     "metadata": {"resourceVersion": "1"}}
+            items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
+        return 200, {
+            "kind": kind + "List",
+            "apiVersion": group_version,
+            "items": items,
+            "metadata": {"resourceVersion": "1"},
+        }
 
     def _discovery(self, group_version):
-        resources = [{"name": res, "kind": kind, "namespaced": namespaced, "verbs": ["get", "list"]}
-                     for (gv, kind), (res, namespaced) in KINDS.items() if gv == group_version]
+        resources = [
+            {"name": res, "kind": kind, "namespaced": namespaced, "verbs": ["get", "list"]}
+            for (gv, kind), (res, namespaced) in KINDS.items()
+            if gv == group_version
+        ]
         return {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
 
 
 def _status(code, message):
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
-            "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "code": code,
+    }
 
 
 class FakeClient:
@@ -197,8 +229,11 @@ class FakeClient:
     def from_fixture(cls, path, **overrides):
         with open(path) as handle:
             data = yaml.safe_load(handle)
-        kwargs = {"objects": data.get("objects") or [], "served": data.get("served") or [],
-                  "version": data.get("version", "v1.35.4")}
+        kwargs = {
+            "objects": data.get("objects") or [],
+            "served": data.get("served") or [],
+            "version": data.get("version", "v1.35.4"),
+        }
         kwargs.update(overrides)
         return cls(**kwargs)
 
@@ -209,30 +244,45 @@ class FakeClient:
         if self.unreachable:
             raise KaiopsError("Failed to reach the API server: refused", status="unreachable")
         if (api_version, kind) in self.forbidden:
-            raise KaiopsError("Failed to read %s: HTTP 403" % kind, status="forbidden",
-                              http_status=403)
+            raise KaiopsError(
+                "Failed to read %s: HTTP 403" % kind, status="forbidden", http_status=403
+            )
         if api_version not in self.served:
-            raise KaiopsError("Failed to find kind %s in %s" % (kind, api_version),
-                              status="not_found")
+            raise KaiopsError(
+                "Failed to find kind %s in %s" % (kind, api_version), status="not_found"
+            )
 
     def server_version(self):
         self._check("v1", "Version")
         major, minor = self.version.lstrip("v").split(".")[:2]
         return {"gitVersion": self.version, "major": major, "minor": minor}
 
-    def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None,
-             metadata_only=False):
+    def list(
+        self,
+        api_version,
+        kind,
+        namespace=None,
+        label_selector=None,
+        field_selector=None,
+        metadata_only=False,
+    ):
         self._check(api_version, kind)
-        self.log.append(("list", api_version, kind, namespace, label_selector, field_selector,
-                         metadata_only))
-        items = [json.loads(json.dumps(o)) for o in self.objects
-                 if o["apiVersion"] == api_version and o["kind"] == kind
-                 and (namespace is None or o["metadata"].get("namespace") == namespace)
-                 and _match_labels(label_selector, o["metadata"].get("labels") or {})
-                 and _match_fields(field_selector, o)]
+        self.log.append(
+            ("list", api_version, kind, namespace, label_selector, field_selector, metadata_only)
+        )
+        items = [
+            json.loads(json.dumps(o))
+            for o in self.objects
+            if o["apiVersion"] == api_version
+            and o["kind"] == kind
+            and (namespace is None or o["metadata"].get("namespace") == namespace)
+            and _match_labels(label_selector, o["metadata"].get("labels") or {})
+            and _match_fields(field_selector, o)
+        ]
         if metadata_only:
-            items = [{"apiVersion": api_version, "kind": kind, "metadata": o["metadata"]}
-                     for o in items]
+            items = [
+                {"apiVersion": api_version, "kind": kind, "metadata": o["metadata"]} for o in items
+            ]
         return items
 
     def read(self, api_version, kind, name, namespace=None):

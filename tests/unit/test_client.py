@@ -3,6 +3,7 @@
 import socket
 
 import pytest
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.client import (
     ACCEPT_METADATA,
     KubeClient,
@@ -19,9 +20,14 @@ def client(fake_api, tmp_path):
     return api, KubeClient.from_options(kubeconfig, None, 5)
 
 
-@pytest.mark.parametrize(("api_version", "path"), [
-    ("v1", "/api/v1"), ("apps/v1", "/apis/apps/v1"), ("kai.scheduler/v1", "/apis/kai.scheduler/v1"),
-])
+@pytest.mark.parametrize(
+    ("api_version", "path"),
+    [
+        ("v1", "/api/v1"),
+        ("apps/v1", "/apis/apps/v1"),
+        ("kai.scheduler/v1", "/apis/kai.scheduler/v1"),
+    ],
+)
 def test_group_version_path_core_and_groups(api_version, path):
     assert group_version_path(api_version) == path
 
@@ -31,18 +37,29 @@ def test_list_makes_one_request_per_selection_after_discovery(client):
     items = kube.list("v1", "ConfigMap", "team-a")
     kube.list("v1", "ConfigMap", "gpu-operator")
     assert sorted(i["metadata"]["name"] for i in items) == [
-        "trainer-0-shared-gpu-0", "trainer-0-shared-gpu-0-evar", "unrelated"]
+        "trainer-0-shared-gpu-0",
+        "trainer-0-shared-gpu-0-evar",
+        "unrelated",
+    ]
     assert all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in items)
     paths = [r["path"] for r in api.requests]
-    assert paths == ["/api/v1", "/api/v1/namespaces/team-a/configmaps",
-                     "/api/v1/namespaces/gpu-operator/configmaps"]
+    assert paths == [
+        "/api/v1",
+        "/api/v1/namespaces/team-a/configmaps",
+        "/api/v1/namespaces/gpu-operator/configmaps",
+    ]
     assert kube.calls == 3
 
 
 def test_list_passes_selectors_and_metadata_accept(client):
     api, kube = client
-    items = kube.list("v1", "Secret", "kai-scheduler", label_selector="owner=helm,status=deployed",
-                      metadata_only=True)
+    items = kube.list(
+        "v1",
+        "Secret",
+        "kai-scheduler",
+        label_selector="owner=helm,status=deployed",
+        metadata_only=True,
+    )
     assert [i["metadata"]["name"] for i in items] == ["sh.helm.release.v1.kai-scheduler.v2"]
     assert "data" not in items[0]
     last = api.requests[-1]
@@ -59,7 +76,8 @@ def test_list_cluster_scoped_ignores_namespace(client):
 def test_read_returns_none_when_missing(client):
     _api, kube = client
     assert kube.read("kai.scheduler/v1", "Config", "kai-config")["spec"]["admission"] == {
-        "gpuSharing": True}
+        "gpuSharing": True
+    }
     assert kube.read("kai.scheduler/v1", "Config", "nope") is None
 
 

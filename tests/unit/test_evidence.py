@@ -4,6 +4,7 @@ import os
 import subprocess
 
 import pytest
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
     ENV_EVIDENCE_DIR,
@@ -16,14 +17,17 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
 )
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("before-upgrade", "before-upgrade"),
-    ("../../etc/passwd", "etc_passwd"),
-    ("a b/c", "a_b_c"),
-    (".hidden", "hidden"),
-    ("", "unnamed"),
-    (None, "unnamed"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("before-upgrade", "before-upgrade"),
+        ("../../etc/passwd", "etc_passwd"),
+        ("a b/c", "a_b_c"),
+        (".hidden", "hidden"),
+        ("", "unnamed"),
+        (None, "unnamed"),
+    ],
+)
 def test_safe_name_confines_characters(text, expected):
     assert safe_name(text) == expected
 
@@ -72,8 +76,9 @@ def test_manifest_verifies_with_sha256sum(tmp_path):
     listed = (tmp_path / MANIFEST).read_text()
     assert "run.json" in listed and ".kaiops-tmp" not in listed
     (tmp_path / ".kaiops-tmp-partial").unlink()
-    done = subprocess.run(["sha256sum", "-c", MANIFEST], cwd=tmp_path, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        ["sha256sum", "-c", MANIFEST], cwd=tmp_path, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert verify_manifest(str(tmp_path)) == []
 
@@ -84,6 +89,8 @@ def test_verify_manifest_reports_tampering_and_unlisted_files(tmp_path):
     (tmp_path / "a.txt").write_text("changed")
     (tmp_path / "b.txt").write_text("new")
     assert verify_manifest(str(tmp_path)) == [
-        "a.txt: checksum mismatch", "b.txt: present but not in the manifest"]
+        "a.txt: checksum mismatch",
+        "b.txt: present but not in the manifest",
+    ]
     os.remove(tmp_path / MANIFEST)
     assert verify_manifest(str(tmp_path)) == [MANIFEST + " is missing"]

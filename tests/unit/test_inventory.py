@@ -5,6 +5,9 @@ import json
 
 import pytest
 import yaml
+from conftest import fixture_path
+from fakeapi import FakeClient
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import (
     InventoryService,
@@ -14,8 +17,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import (
     sharing_configmaps,
     verdict,
 )
-from conftest import fixture_path
-from fakeapi import FakeClient
 
 RANGE = ">=0.16.9,<0.16.14"
 
@@ -68,14 +69,23 @@ def apply_changes(data, changes):
             obj["spec"]["admission"]["gpuSharing"] = changes["config_sharing"]
     objects = [o for o in objects if o["apiVersion"] not in changes.get("unserve", [])]
     served = [s for s in data.get("served") or [] if s not in changes.get("unserve", [])]
-    return FakeClient(objects=objects, served=served, version=data.get("version", "v1.35.4"),
-                      forbidden=changes.get("forbidden", []))
+    return FakeClient(
+        objects=objects,
+        served=served,
+        version=data.get("version", "v1.35.4"),
+        forbidden=changes.get("forbidden", []),
+    )
 
 
 def inventory_for(client, **kwargs):
     raw = InventoryService(client).collect("kai-scheduler", "kai-scheduler")
-    return analyse(raw, cluster="c1", affected_range=kwargs.pop("affected_range", RANGE),
-                   restart_threshold=kwargs.pop("restart_threshold", 5), **kwargs)
+    return analyse(
+        raw,
+        cluster="c1",
+        affected_range=kwargs.pop("affected_range", RANGE),
+        restart_threshold=kwargs.pop("restart_threshold", 5),
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -92,9 +102,10 @@ def test_collect_request_count_does_not_grow_with_pods():
     base = apply_changes(data, {})
     inventory_for(base)
     more = copy.deepcopy(data)
-    more["objects"] += [{"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": "p%d" % i, "namespace": "team-b"}}
-                        for i in range(500)]
+    more["objects"] += [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p%d" % i, "namespace": "team-b"}}
+        for i in range(500)
+    ]
     bigger = apply_changes(more, {})
     inventory_for(bigger)
     assert bigger.calls == base.calls <= 12
@@ -109,7 +120,10 @@ def test_collect_reads_secrets_and_cluster_pods_as_metadata_only():
     assert lists[("Pod", None)][-1] is True
     assert "SECRET-RELEASE-PAYLOAD" not in json.dumps(raw)
     # ConfigMaps are listed only where GPU-sharing pods run.
-    assert [k for k in lists if k[0] == "ConfigMap"] == [("ConfigMap", None), ("ConfigMap", "team-a")]
+    assert [k for k in lists if k[0] == "ConfigMap"] == [
+        ("ConfigMap", None),
+        ("ConfigMap", "team-a"),
+    ]
 
 
 def test_collect_unreachable_raises():
@@ -123,35 +137,88 @@ def test_analyse_rejects_bad_range_before_anything():
         analyse({}, cluster="c", affected_range="0.16")
 
 
-@pytest.mark.parametrize(("facts", "expected"), [
-    ({"installed": False, "version_in_range": None, "path_in_use": True,
-      "gpu_sharing_enabled": True}, "not_installed"),
-    ({"installed": True, "version_in_range": None, "path_in_use": True,
-      "gpu_sharing_enabled": True}, "unknown"),
-    ({"installed": True, "version_in_range": False, "path_in_use": True,
-      "gpu_sharing_enabled": True}, "not_exposed"),
-    ({"installed": True, "version_in_range": True, "path_in_use": True,
-      "gpu_sharing_enabled": False}, "exposed"),
-    ({"installed": True, "version_in_range": True, "path_in_use": False,
-      "gpu_sharing_enabled": True}, "latent"),
-    ({"installed": True, "version_in_range": True, "path_in_use": False,
-      "gpu_sharing_enabled": False}, "not_exposed"),
-])
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        (
+            {
+                "installed": False,
+                "version_in_range": None,
+                "path_in_use": True,
+                "gpu_sharing_enabled": True,
+            },
+            "not_installed",
+        ),
+        (
+            {
+                "installed": True,
+                "version_in_range": None,
+                "path_in_use": True,
+                "gpu_sharing_enabled": True,
+            },
+            "unknown",
+        ),
+        (
+            {
+                "installed": True,
+                "version_in_range": False,
+                "path_in_use": True,
+                "gpu_sharing_enabled": True,
+            },
+            "not_exposed",
+        ),
+        (
+            {
+                "installed": True,
+                "version_in_range": True,
+                "path_in_use": True,
+                "gpu_sharing_enabled": False,
+            },
+            "exposed",
+        ),
+        (
+            {
+                "installed": True,
+                "version_in_range": True,
+                "path_in_use": False,
+                "gpu_sharing_enabled": True,
+            },
+            "latent",
+        ),
+        (
+            {
+                "installed": True,
+                "version_in_range": True,
+                "path_in_use": False,
+                "gpu_sharing_enabled": False,
+            },
+            "not_exposed",
+        ),
+    ],
+)
 def test_verdict_rules_in_order(facts, expected):
     assert verdict(facts)[0] == expected
 
 
 def test_sharing_configmaps_trigger_needs_single_pod_owner_and_no_data():
-    pod = {"metadata": {"name": "p", "namespace": "n", "uid": "u1",
-                        "annotations": {"runai/shared-gpu-configmap": "p-shared"}}}
+    pod = {
+        "metadata": {
+            "name": "p",
+            "namespace": "n",
+            "uid": "u1",
+            "annotations": {"runai/shared-gpu-configmap": "p-shared"},
+        }
+    }
     owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u1"}
-    cms = {"n": [
-        {"metadata": {"name": "p-shared-0", "ownerReferences": [owner]}},
-        {"metadata": {"name": "p-shared-1", "ownerReferences": [owner, dict(owner, uid="u2")]}},
-        {"metadata": {"name": "p-shared-i0", "ownerReferences": [owner]}, "data": {"a": "b"}},
-        {"metadata": {"name": "p-shared-0-evar", "ownerReferences": [owner]}},
-        {"metadata": {"name": "p-shared-x"}},
-    ]}
+    cms = {
+        "n": [
+            {"metadata": {"name": "p-shared-0", "ownerReferences": [owner]}},
+            {"metadata": {"name": "p-shared-1", "ownerReferences": [owner, dict(owner, uid="u2")]}},
+            {"metadata": {"name": "p-shared-i0", "ownerReferences": [owner]}, "data": {"a": "b"}},
+            {"metadata": {"name": "p-shared-0-evar", "ownerReferences": [owner]}},
+            {"metadata": {"name": "p-shared-x"}},
+        ]
+    }
     found = {c["name"]: c for c in sharing_configmaps([pod], cms)}
     assert set(found) == {"p-shared-0", "p-shared-1", "p-shared-i0", "p-shared-0-evar"}
     assert [n for n, c in sorted(found.items()) if c["trigger_ready"]] == ["p-shared-0"]
@@ -159,23 +226,45 @@ def test_sharing_configmaps_trigger_needs_single_pod_owner_and_no_data():
 
 
 def test_component_sums_restarts_of_matching_pods_only():
-    dep = {"metadata": {"name": "binder"},
-           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "binder"}},
-                    "template": {"spec": {"containers": [{"name": "binder", "image": "b:v1"}]}}},
-           "status": {"readyReplicas": 1}}
-    pods = [{"metadata": {"labels": {"app": "binder"}},
-             "status": {"containerStatuses": [{"name": "binder", "restartCount": 2}]}},
-            {"metadata": {"labels": {"app": "binder"}},
-             "status": {"containerStatuses": [{"name": "binder", "restartCount": 3}]}},
-            {"metadata": {"labels": {"app": "other"}},
-             "status": {"containerStatuses": [{"name": "binder", "restartCount": 50}]}}]
+    dep = {
+        "metadata": {"name": "binder"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "binder"}},
+            "template": {"spec": {"containers": [{"name": "binder", "image": "b:v1"}]}},
+        },
+        "status": {"readyReplicas": 1},
+    }
+    pods = [
+        {
+            "metadata": {"labels": {"app": "binder"}},
+            "status": {"containerStatuses": [{"name": "binder", "restartCount": 2}]},
+        },
+        {
+            "metadata": {"labels": {"app": "binder"}},
+            "status": {"containerStatuses": [{"name": "binder", "restartCount": 3}]},
+        },
+        {
+            "metadata": {"labels": {"app": "other"}},
+            "status": {"containerStatuses": [{"name": "binder", "restartCount": 50}]},
+        },
+    ]
     comp = component(dep, pods)
-    assert (comp["restarts"], comp["pods"], comp["ready_replicas"], comp["replicas"]) == (5, 2, 1, 2)
+    assert (comp["restarts"], comp["pods"], comp["ready_replicas"], comp["replicas"]) == (
+        5,
+        2,
+        1,
+        2,
+    )
     assert comp["containers"][0]["tag"] == "v1"
 
 
 def test_helm_from_secrets_keeps_latest_revision():
-    secrets = [{"metadata": {"labels": {"name": "r", "version": "9", "status": "superseded"}}},
-               {"metadata": {"labels": {"name": "r", "version": "10", "status": "deployed"}}},
-               {"metadata": {"labels": {"name": "r", "version": "x"}}}]
-    assert helm_from_secrets(secrets) == {"r": {"release": "r", "revision": 10, "status": "deployed"}}
+    secrets = [
+        {"metadata": {"labels": {"name": "r", "version": "9", "status": "superseded"}}},
+        {"metadata": {"labels": {"name": "r", "version": "10", "status": "deployed"}}},
+        {"metadata": {"labels": {"name": "r", "version": "x"}}},
+    ]
+    assert helm_from_secrets(secrets) == {
+        "r": {"release": "r", "revision": 10, "status": "deployed"}
+    }

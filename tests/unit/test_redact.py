@@ -1,6 +1,7 @@
 """module_utils/redact.py: pure functions."""
 
 import pytest
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.redact import (
     LAST_APPLIED,
     REDACTED,
@@ -15,9 +16,12 @@ def secret(**extra):
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": {"name": "s", "namespace": "n",
-                     "annotations": {LAST_APPLIED: '{"data":{"password":"aHVudGVyMg=="}}'},
-                     "managedFields": [{"manager": "kubectl"}]},
+        "metadata": {
+            "name": "s",
+            "namespace": "n",
+            "annotations": {LAST_APPLIED: '{"data":{"password":"aHVudGVyMg=="}}'},
+            "managedFields": [{"manager": "kubectl"}],
+        },
         "data": {"password": "aHVudGVyMg=="},
         "stringData": {"token": "plain"},
     }
@@ -47,19 +51,39 @@ def test_sanitize_object_keeps_configmap_data():
 
 
 def test_sanitize_object_reduces_helm_v2_release_configmap():
-    cm = {"kind": "ConfigMap", "metadata": {"name": "r.v1", "labels": {"OWNER": "TILLER"}},
-          "data": {"release": "H4sI..."}}
+    cm = {
+        "kind": "ConfigMap",
+        "metadata": {"name": "r.v1", "labels": {"OWNER": "TILLER"}},
+        "data": {"release": "H4sI..."},
+    }
     clean, removed = sanitize_object(cm)
     assert "data" not in clean and removed == ["data"]
 
 
 def test_sanitize_object_blanks_secret_looking_env_in_pod_templates():
-    dep = {"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {"spec": {
-        "containers": [{"name": "c", "env": [
-            {"name": "DB_PASSWORD", "value": "hunter2"},
-            {"name": "LOG_LEVEL", "value": "info"},
-            {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "x", "key": "t"}}},
-        ]}]}}}}
+    dep = {
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "env": [
+                                {"name": "DB_PASSWORD", "value": "hunter2"},
+                                {"name": "LOG_LEVEL", "value": "info"},
+                                {
+                                    "name": "API_TOKEN",
+                                    "valueFrom": {"secretKeyRef": {"name": "x", "key": "t"}},
+                                },
+                            ],
+                        }
+                    ]
+                }
+            }
+        },
+    }
     clean, removed = sanitize_object(dep)
     env = clean["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env[0]["value"] == REDACTED and env[1]["value"] == "info"
@@ -72,15 +96,31 @@ def test_sanitize_object_drops_token_request_token():
     assert clean["status"] == {} and removed == ["status.token"]
 
 
-@pytest.mark.parametrize("key", ["password", "db_password", "api_key", "API-KEY", "token",
-                                 "aws_secret_access_key", "client-key-data", "credentials",
-                                 "private_key", "ssh_key", "Authorization", "key"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password",
+        "db_password",
+        "api_key",
+        "API-KEY",
+        "token",
+        "aws_secret_access_key",
+        "client-key-data",
+        "credentials",
+        "private_key",
+        "ssh_key",
+        "Authorization",
+        "key",
+    ],
+)
 def test_redactor_redacts_secret_looking_keys(key):
     assert redact_values({key: "value"}) == {key: REDACTED}
 
 
-@pytest.mark.parametrize("key", ["kubeconfig", "namespace", "keys", "monkey", "gpu_sharing",
-                                 "kai_inventory_context", "name"])
+@pytest.mark.parametrize(
+    "key",
+    ["kubeconfig", "namespace", "keys", "monkey", "gpu_sharing", "kai_inventory_context", "name"],
+)
 def test_redactor_keeps_ordinary_keys(key):
     assert redact_values({key: "value"}) == {key: "value"}
 
@@ -95,4 +135,6 @@ def test_redactor_walks_nested_structures_and_embedded_secrets():
 
 def test_redactor_custom_pattern():
     assert Redactor(r"(?i)^pin$").redact({"pin": "1234", "password": "x"}) == {
-        "pin": REDACTED, "password": "x"}
+        "pin": REDACTED,
+        "password": "x",
+    }

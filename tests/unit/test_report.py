@@ -11,15 +11,25 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.report import (
 
 
 def clusters(fake_client):
-    lab = analyse(InventoryService(fake_client("kai-sharing")).collect("kai-scheduler"),
-                  cluster="lab", affected_range=">=0.16.9,<0.16.14", restart_threshold=5)
-    bare = analyse(InventoryService(fake_client("no-kai")).collect("kai-scheduler"),
-                   cluster="bare", affected_range=">=0.16.9,<0.16.14")
+    lab = analyse(
+        InventoryService(fake_client("kai-sharing")).collect("kai-scheduler"),
+        cluster="lab",
+        affected_range=">=0.16.9,<0.16.14",
+        restart_threshold=5,
+    )
+    bare = analyse(
+        InventoryService(fake_client("no-kai")).collect("kai-scheduler"),
+        cluster="bare",
+        affected_range=">=0.16.9,<0.16.14",
+    )
     return {
         "lab": lab,
         "bare": bare,
-        "dead": {"cluster": "dead", "status": "unreachable",
-                 "error": "Failed to reach the API server at https://10.0.0.1:6443: refused"},
+        "dead": {
+            "cluster": "dead",
+            "status": "unreachable",
+            "error": "Failed to reach the API server at https://10.0.0.1:6443: refused",
+        },
         "typo": {"status": "missing", "error": "not inventoried"},
     }
 
@@ -40,6 +50,8 @@ def test_render_markdown_has_a_row_and_section_per_cluster(fake_client):
     assert "| lab | ok | v1.35.4 | v0.16.13 | True | 1 | 1 | 1 | EXPOSED" in text
     assert "| bare | not_installed | v1.34.2 | not installed |" in text
     assert "**unreachable**: Failed to reach the API server" in text
+    assert "No KAI Deployments (binder, kai-operator) in namespace kai-scheduler." in text
+    assert text.count("Helm release:") == 1
     assert "Restarts above 5: kai-scheduler-default" in text
     for name in data:
         assert "\n## %s\n" % name in text

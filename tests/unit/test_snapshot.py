@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from fakeapi import FakeClient
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import EvidenceWriter
 from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot import (
@@ -10,19 +12,28 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot import (
     normalize_selection,
     selection_label,
 )
-from fakeapi import FakeClient
 
 
 def many_configmaps(count, namespace="bulk"):
-    return [{"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": "cm-%04d" % i, "namespace": namespace, "labels": {"app": "x"}},
-             "data": {"i": str(i)}} for i in range(count)]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cm-%04d" % i, "namespace": namespace, "labels": {"app": "x"}},
+            "data": {"i": str(i)},
+        }
+        for i in range(count)
+    ]
 
 
 def test_normalize_selection_fills_defaults():
     assert normalize_selection({"kind": "ConfigMap"}) == {
-        "api_version": "v1", "kind": "ConfigMap", "namespace": None,
-        "label_selectors": [], "field_selectors": []}
+        "api_version": "v1",
+        "kind": "ConfigMap",
+        "namespace": None,
+        "label_selectors": [],
+        "field_selectors": [],
+    }
 
 
 def test_normalize_selection_requires_kind():
@@ -31,16 +42,20 @@ def test_normalize_selection_requires_kind():
 
 
 def test_selection_label_reads_like_kubectl_args():
-    sel = normalize_selection({"kind": "Pod", "namespace": "a", "label_selectors": ["app=x", "t=y"]})
+    sel = normalize_selection(
+        {"kind": "Pod", "namespace": "a", "label_selectors": ["app=x", "t=y"]}
+    )
     assert selection_label(sel) == "v1 Pod a app=x,t=y"
 
 
 def test_capture_batches_one_list_per_selection():
     client = FakeClient(objects=many_configmaps(1000))
-    captured = SnapshotService(client).capture([
-        {"kind": "ConfigMap", "namespace": "bulk", "label_selectors": ["app=x"]},
-        {"kind": "Deployment", "api_version": "apps/v1"},
-    ])
+    captured = SnapshotService(client).capture(
+        [
+            {"kind": "ConfigMap", "namespace": "bulk", "label_selectors": ["app=x"]},
+            {"kind": "Deployment", "api_version": "apps/v1"},
+        ]
+    )
     assert [len(c["items"]) for c in captured] == [1000, 0]
     assert client.calls == 2
     assert client.log[0] == ("list", "v1", "ConfigMap", "bulk", "app=x", None, False)
@@ -48,16 +63,31 @@ def test_capture_batches_one_list_per_selection():
 
 def test_capture_sanitizes_and_reports_redactions(fake_client):
     captured = SnapshotService(fake_client("kai-sharing")).capture(
-        [{"kind": "Secret", "namespace": "kai-scheduler"},
-         {"kind": "Deployment", "api_version": "apps/v1", "namespace": "kai-scheduler",
-          "field_selectors": ["metadata.name=kai-operator"]}])
+        [
+            {"kind": "Secret", "namespace": "kai-scheduler"},
+            {
+                "kind": "Deployment",
+                "api_version": "apps/v1",
+                "namespace": "kai-scheduler",
+                "field_selectors": ["metadata.name=kai-operator"],
+            },
+        ]
+    )
     secrets, deployments = captured
     assert len(secrets["items"]) == 2
     assert "SECRET-RELEASE-PAYLOAD" not in json.dumps(captured)
     assert {r["name"] for r in secrets["redactions"]} == {
-        "sh.helm.release.v1.kai-scheduler.v1", "sh.helm.release.v1.kai-scheduler.v2"}
-    assert deployments["redactions"] == [{"kind": "Deployment", "namespace": "kai-scheduler",
-                                          "name": "kai-operator", "removed": ["env operator/API_TOKEN"]}]
+        "sh.helm.release.v1.kai-scheduler.v1",
+        "sh.helm.release.v1.kai-scheduler.v2",
+    }
+    assert deployments["redactions"] == [
+        {
+            "kind": "Deployment",
+            "namespace": "kai-scheduler",
+            "name": "kai-operator",
+            "removed": ["env operator/API_TOKEN"],
+        }
+    ]
     assert "hunter2" not in json.dumps(captured)
 
 
@@ -69,8 +99,7 @@ def test_capture_propagates_client_errors():
 
 def test_file_writes_one_file_per_object_and_an_index(tmp_path, fake_client):
     service = SnapshotService(fake_client("kai-sharing"))
-    captured = service.capture([{"kind": "ConfigMap", "namespace": "team-a"},
-                                {"kind": "Node"}])
+    captured = service.capture([{"kind": "ConfigMap", "namespace": "team-a"}, {"kind": "Node"}])
     writer = EvidenceWriter(str(tmp_path))
     folder, files = SnapshotService.file(writer, "before change", captured)
     assert folder == "snapshots/before_change"

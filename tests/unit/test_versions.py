@@ -2,6 +2,8 @@
 
 import pytest
 import yaml
+from conftest import fixture_path
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
     image_tag,
@@ -9,14 +11,16 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
     parse_range,
     parse_version,
 )
-from conftest import fixture_path
 
 with open(fixture_path("versions.yml")) as _handle:
     VERSION_CASES = yaml.safe_load(_handle)
 
 
-@pytest.mark.parametrize(("version", "spec", "expected"), VERSION_CASES,
-                         ids=["%s %s" % (c[0], c[1]) for c in VERSION_CASES])
+@pytest.mark.parametrize(
+    ("version", "spec", "expected"),
+    VERSION_CASES,
+    ids=["%s %s" % (c[0], c[1]) for c in VERSION_CASES],
+)
 def test_in_range_matches_fixture(version, spec, expected):
     assert in_range(version, spec) is expected
 
@@ -29,8 +33,10 @@ def test_parse_version_ignores_fips_build_suffix():
     assert parse_version("v0.16.13-fips") == parse_version("v0.16.13")
 
 
-@pytest.mark.parametrize("spec", ["", "  ", "0.16.9", ">=0.16.9;<0.16.14", ">=x.y", "=>0.16.9",
-                                  ">=0.16.9,", "~0.16", None])
+@pytest.mark.parametrize(
+    "spec",
+    ["", "  ", "0.16.9", ">=0.16.9;<0.16.14", ">=x.y", "=>0.16.9", ">=0.16.9,", "~0.16", None],
+)
 def test_parse_range_rejects_malformed(spec):
     with pytest.raises(KaiopsError) as info:
         parse_range(spec)
@@ -43,14 +49,19 @@ def test_parse_range_names_the_bad_clause():
         parse_range(">=0.16.9,<0.16.x")
 
 
-@pytest.mark.parametrize(("image", "expected"), [
-    ("ghcr.io/kai-scheduler/kai-scheduler/binder:v0.16.13",
-     ("ghcr.io/kai-scheduler/kai-scheduler/binder", "v0.16.13", None)),
-    ("localhost:5000/binder:v1", ("localhost:5000/binder", "v1", None)),
-    ("localhost:5000/binder", ("localhost:5000/binder", None, None)),
-    ("binder@sha256:abc", ("binder", None, "sha256:abc")),
-    ("binder:v1@sha256:abc", ("binder", "v1", "sha256:abc")),
-    (None, ("", None, None)),
-])
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        (
+            "ghcr.io/kai-scheduler/kai-scheduler/binder:v0.16.13",
+            ("ghcr.io/kai-scheduler/kai-scheduler/binder", "v0.16.13", None),
+        ),
+        ("localhost:5000/binder:v1", ("localhost:5000/binder", "v1", None)),
+        ("localhost:5000/binder", ("localhost:5000/binder", None, None)),
+        ("binder@sha256:abc", ("binder", None, "sha256:abc")),
+        ("binder:v1@sha256:abc", ("binder", "v1", "sha256:abc")),
+        (None, ("", None, None)),
+    ],
+)
 def test_image_tag_splits_reference(image, expected):
     assert image_tag(image) == expected

@@ -1,0 +1,152 @@
+"""module_utils/runner.py: params in, result dict out; client and services faked."""
+
+import json
+
+import pytest
+from conftest import ExitJson
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
+    ENV_EVIDENCE_DIR,
+    verify_manifest,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.runner import (
+    NO_EVIDENCE_WARNING,
+    run_inventory_facts,
+    run_inventory_report,
+    run_snapshot,
+)
+
+
+def never_called(*_args):
+    raise AssertionError("the cluster must not be contacted")
+
+
+def factory(client):
+    def make(kubeconfig, context, timeout):
+        make.args = (kubeconfig, context, timeout)
+        return client
+
+    return make
+
+
+def snapshot_params(**extra):
+    params = {
+        "kubeconfig": "/k",
+        "context": "ctx",
+        "request_timeout": 7,
+        "evidence_dir": None,
+        "name": "s1",
+        "return_objects": True,
+        "selections": [
+            {
+                "kind": "ConfigMap",
+                "api_version": "v1",
+                "namespace": "team-a",
+                "label_selectors": [],
+                "field_selectors": [],
+            }
+        ],
+    }
+    params.update(extra)
+    return params
+
+
+def test_run_snapshot_writes_into_env_folder_and_returns_objects(
+    tmp_path, monkeypatch, fake_module, fake_client
+):
+    monkeypatch.setenv(ENV_EVIDENCE_DIR, str(tmp_path))
+    make = factory(fake_client("kai-sharing"))
+    with pytest.raises(ExitJson) as done:
+        run_snapshot(fake_module(snapshot_params()), client_factory=make)
+    result = done.value.result
+    assert make.args == ("/k", "ctx", 7)
+    assert result["changed"] is False
+    assert (result["count"], result["files"], result["api_calls"]) == (3, 4, 1)
+    assert result["folder"] == "snapshots/s1"
+    assert result["evidence_dir"] == str(tmp_path)
+    assert {o["metadata"]["name"] for o in result["objects"]} >= {"trainer-0-shared-gpu-0"}
+    assert (tmp_path / "snapshots/s1/index.json").is_file()
+
+
+def test_run_snapshot_without_folder_warns_and_writes_nothing(
+    monkeypatch, fake_module, fake_client
+):
+    monkeypatch.delenv(ENV_EVIDENCE_DIR, raising=False)
+    module = fake_module(snapshot_params(return_objects=False))
+    with pytest.raises(ExitJson) as done:
+        run_snapshot(module, client_factory=factory(fake_client("kai-sharing")))
+    assert module.warnings == [NO_EVIDENCE_WARNING]
+    assert done.value.result["folder"] is None and "objects" not in done.value.result
+
+
+def test_run_snapshot_bad_evidence_dir_fails_before_cluster(tmp_path, fake_module):
+    module = fake_module(snapshot_params(evidence_dir=str(tmp_path / "missing")))
+    with pytest.raises(KaiopsError, match="Failed to open evidence folder"):
+        run_snapshot(module, client_factory=never_called)
+
+
+def facts_params(**extra):
+    params = {
+        "kubeconfig": None,
+        "context": None,
+        "request_timeout": 5,
+        "cluster": "lab",
+        "namespace": "kai-scheduler",
+        "affected_range": ">=0.16.9,<0.16.14",
+        "helm_release": "kai-scheduler",
+        "binder_deployment": "binder",
+        "operator_deployment": "kai-operator",
+        "admission_deployment": "admission",
+        "restart_threshold": 5,
+    }
+    params.update(extra)
+    return params
+
+
+def test_run_inventory_facts_returns_inventory_and_helm_path(fake_module, fake_client):
+    module = fake_module(facts_params(), bin_paths={"helm": "/usr/bin/helm"})
+    with pytest.raises(ExitJson) as done:
+        run_inventory_facts(module, client_factory=factory(fake_client("kai-sharing")))
+    result = done.value.result
+    assert result["changed"] is False and result["helm_path"] == "/usr/bin/helm"
+    assert result["inventory"]["exposure"]["verdict"] == "exposed"
+    assert result["inventory"]["cluster"] == "lab"
+    assert result["inventory"]["duration_s"] >= 0
+
+
+def test_run_inventory_facts_bad_range_fails_before_cluster(fake_module):
+    with pytest.raises(KaiopsError) as info:
+        run_inventory_facts(
+            fake_module(facts_params(affected_range="<=banana")), client_factory=never_called
+        )
+    assert info.value.status == "invalid_input"
+
+
+def test_run_inventory_facts_forbidden_namespace_raises_with_status(fake_module, fake_client):
+    client = fake_client("kai-sharing", forbidden=[("apps/v1", "Deployment")])
+    with pytest.raises(KaiopsError) as info:
+        run_inventory_facts(fake_module(facts_params()), client_factory=factory(client))
+    assert info.value.status == "forbidden"
+    assert info.value.msg == (
+        "Failed to read Deployments in namespace kai-scheduler: forbidden by RBAC"
+    )
+
+
+def test_run_inventory_report_writes_json_and_markdown(tmp_path, fake_module):
+    clusters = {
+        "a": {"status": "unreachable", "error": "Failed to reach"},
+        "b": {"status": "not_installed", "exposure": {"verdict": "not_installed"}},
+    }
+    module = fake_module(
+        {"clusters": clusters, "affected_range": ">=1.0.0", "evidence_dir": str(tmp_path)}
+    )
+    with pytest.raises(ExitJson) as done:
+        run_inventory_report(module)
+    result = done.value.result
+    assert result["files"] == ["inventory.json", "inventory.md"]
+    assert [f["cluster"] for f in result["summary"]["failed"]] == ["a"]
+    document = json.loads((tmp_path / "inventory.json").read_text())
+    assert document["clusters"] == clusters and document["affected_range"] == ">=1.0.0"
+    assert "## b" in (tmp_path / "inventory.md").read_text()
+    assert verify_manifest(str(tmp_path)) == ["manifest.sha256 is missing"]
