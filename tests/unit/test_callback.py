@@ -266,7 +266,8 @@ def test_interrupted_run_leaves_a_hashed_bundle(tmp_path, signum):
     time.sleep(1.0)  # the Sleep task is running now
     proc.send_signal(signum)
     out, _ = proc.communicate(timeout=60)
-    assert proc.returncode != 0, out
+    # ansible-playbook exits 99 after Ctrl-C; SIGTERM ends it by the signal itself.
+    assert proc.returncode == (99 if signum == signal.SIGINT else -signal.SIGTERM), out
     bundle = os.path.realpath(latest)
     assert open(os.path.join(bundle, "status")).read() == "interrupted\n", out
     run = json.load(open(os.path.join(bundle, "run.json")))
