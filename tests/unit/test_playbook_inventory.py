@@ -64,6 +64,8 @@ def write_inventory(path, hosts):
 def play(tmp_path, inventory, *args):
     env = dict(os.environ)
     env.pop(ENV_EVIDENCE_DIR, None)
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    env["KUBECONFIG"] = "/nonexistent/kubeconfig"  # never the user's own clusters
     env.update(
         {
             "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
@@ -176,6 +178,12 @@ def test_inventory_check_mode_changes_nothing(tmp_path, clusters):
             {"kaiops_thresholds": {"max_component_restarts": "lots"}},
             [],
             "kai_inventory_restart_threshold",
+        ),
+        (
+            {"kaiops_kubeconfig": "", "kaiops_context": "prod"},
+            [],
+            "no kubeconfig found at /nonexistent/kubeconfig (KUBECONFIG or ~/.kube/config) for "
+            "kai_inventory_context prod: set kaiops_kubeconfig",
         ),
         (
             {"kaiops_kai_namespace": "KAI_Scheduler"},
