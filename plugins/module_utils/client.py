@@ -127,7 +127,8 @@ class KubeClient(object):
             body = response.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise KaiopsError(
-                "Failed to reach the API server at %s for %s: %s" % (self.host, what, _short(exc)),
+                "Failed to reach the API server at %s for %s: %s"
+                % (self.host, what, _short(_reason(exc))),
                 status=STATUS_UNREACHABLE,
             ) from exc
         except k8s_client.exceptions.ApiException as exc:
@@ -224,6 +225,14 @@ class KubeClient(object):
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
         return obj
+
+
+def _reason(exc):
+    """The innermost readable reason of a urllib3 error, without connection object reprs."""
+    reason = getattr(exc, "reason", None) or exc
+    if isinstance(reason, Exception) and reason.args and isinstance(reason.args[-1], str):
+        return reason.args[-1]
+    return reason
 
 
 def _short(exc):

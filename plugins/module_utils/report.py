@@ -77,7 +77,11 @@ def render_markdown(clusters, summary, affected_range, generated_at=None):
                     name,
                     entry.get("status"),
                     (entry.get("server_version") or {}).get("git_version"),
-                    kai.get("version") if kai.get("installed") else "not installed",
+                    "-"
+                    if entry.get("error")
+                    else kai.get("version")
+                    if kai.get("installed")
+                    else "not installed",
                     (entry.get("gpu_sharing") or {}).get("enabled"),
                     path.get("fraction_pods"),
                     path.get("configmaps_without_data"),
