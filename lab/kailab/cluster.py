@@ -253,7 +253,7 @@ class Lab:
         self._step("unmount", lambda: host.unmount_under(self.cfg.state_dir, self.cfg.run_dir))
         self._step("network, iptables, namespaces", lambda: host.teardown_network(self.cfg))
         self._step("pod cgroups", host.remove_cgroups)
-        self._step("kernel settings", self._restore)
+        self._step("kernel settings and host folders", self._restore)
         self._step("state folder", self._remove_state)
         leftovers = self.leftovers()
         self.log(f"lab {self.cfg.name} down in {time.monotonic() - started:.1f}s")
@@ -276,8 +276,9 @@ class Lab:
 
     def _restore(self) -> None:
         path = self.cfg.path("host-restore.json")
-        if path.exists():
-            host.restore_sysctls(json.loads(path.read_text()))
+        rec = json.loads(path.read_text()) if path.exists() else {}
+        host.restore_sysctls(rec)
+        host.remove_host_paths(self.cfg, rec)
 
     def _remove_state(self) -> None:
         for path in (self.cfg.state_dir, self.cfg.run_dir):
@@ -301,6 +302,9 @@ class Lab:
             dump = host.run(f"{tool}-save", check=False).stdout
             found += [f"{tool} {t}/{c}" for t, c in host.lab_chains(dump)]
         found += [f"path {p}" for p in (self.cfg.state_dir, self.cfg.run_dir) if p.exists()]
+        logs = Path("/var/log/containers")
+        found += [f"link {p}" for p in (logs.iterdir() if logs.is_dir() else [])
+                  if p.is_symlink() and os.readlink(p).startswith(str(self.cfg.state_dir))]
         return found
 
     # ------------------------------------------------------------ status

@@ -190,6 +190,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [{cri}]
   sandbox_image = "{pause_image}"
   enable_cdi = false
+  # This host withholds CAP_SYS_RESOURCE, so negative OOM scores (the kubelet asks
+  # -998 for sandboxes) cannot be set: clamp them to containerd's own score.
+  restrict_oom_score_adj = true
 
 [{cri}.containerd]
   snapshotter = "overlayfs"
@@ -201,6 +204,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [{cri}.containerd.runtimes.runc.options]
   # PID 1 is not systemd here: cgroupfs, like the kubelet.
   SystemdCgroup = false
+  Root = "{cfg.run_dir / 'runc'}"
 
 [{cri}.cni]
   bin_dir = "/usr/lib/cni"
@@ -261,6 +265,7 @@ def kubelet(cfg: LabConfig, bins: Binaries) -> Component:
         "tlsCertFile": _pki(cfg, "kubelet-server.crt"),
         "tlsPrivateKeyFile": _pki(cfg, "kubelet-server.key"),
         "containerRuntimeEndpoint": f"unix://{cfg.containerd_socket}",
+        "podLogsDirectory": str(cfg.path("pod-logs")),
         # Host facts: PID 1 is not systemd and the cgroup layout is v1 (hybrid).
         "cgroupDriver": "cgroupfs",
         "failCgroupV1": False,

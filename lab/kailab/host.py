@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -36,6 +38,10 @@ SYSCTL_WATCH = (
     "net.netfilter.nf_conntrack_tcp_timeout_close_wait",
     "net.netfilter.nf_conntrack_tcp_be_liberal",
 )
+# Host folders the components create outside the state folder (fixed in their code):
+# removed at `down` when they did not exist before `up`; otherwise only the lab's
+# entries in them are removed.
+HOST_PATHS = ("/run/containerd", "/var/log/containers", "/var/log/pods", "/run/netns")
 # iptables chains owned by the lab or by the components it runs.
 CHAIN_PREFIXES = ("KUBE-", "CNI-", "KAIOPS-")
 GUARD = "KAIOPS-GUARD"
@@ -78,6 +84,7 @@ def record(cfg: LabConfig) -> dict:
         return json.loads(path.read_text())
     rec = {
         "sysctls": read_sysctls([*SYSCTL_SET, *SYSCTL_WATCH]),
+        "existing_paths": [p for p in HOST_PATHS if Path(p).exists()],
         "time": time.time(),
     }
     cfg.state_dir.mkdir(parents=True, exist_ok=True)
@@ -96,6 +103,23 @@ def restore_sysctls(rec: dict) -> list[str]:
             except LabError:
                 pass
     return changed
+
+
+def remove_host_paths(cfg: LabConfig, rec: dict) -> list[str]:
+    """Undo what components created outside the state folder."""
+    done = []
+    logs = Path("/var/log/containers")
+    if logs.is_dir():
+        for link in logs.iterdir():
+            if link.is_symlink() and os.readlink(link).startswith(str(cfg.state_dir)):
+                link.unlink()
+                done.append(str(link))
+    existed = set(rec.get("existing_paths", HOST_PATHS))
+    for path in HOST_PATHS:
+        if path not in existed and Path(path).exists():
+            shutil.rmtree(path, ignore_errors=True)
+            done.append(path)
+    return done
 
 
 # ---------------------------------------------------------------- network
@@ -181,7 +205,7 @@ def lab_jumps(dump: str) -> list[tuple[str, list[str]]]:
         if line.startswith("*"):
             table = line[1:]
         elif line.startswith("-A "):
-            parts = line.split()
+            parts = shlex.split(line)
             chain = parts[1]
             target = parts[parts.index("-j") + 1] if "-j" in parts else ""
             if not chain.startswith(CHAIN_PREFIXES) and target.startswith(CHAIN_PREFIXES):
@@ -195,9 +219,7 @@ def remove_chains(tool: str) -> list[str]:
         return []
     dump = save.stdout
     for table, rule in lab_jumps(dump):
-        # iptables-save quotes comments; the shell-free list form needs them unquoted.
-        args = [a.strip('"') for a in rule]
-        run(tool, "-t", table, "-D", *args, check=False)
+        run(tool, "-t", table, "-D", *rule, check=False)
     chains = lab_chains(dump)
     for table, chain in chains:
         run(tool, "-t", table, "-F", chain, check=False)

@@ -41,6 +41,8 @@ UBUNTU_REF = f"docker.io/library/ubuntu:{UBUNTU_TAG}"
 GPUPROBE_VERSION = "0.1.0"  # = Version in tools/gpuprobe/probe.go (a unit test checks)
 GPUPROBE_REF = f"kaiops.dev/gpuprobe:{GPUPROBE_VERSION}"
 
+# Must equal kubernetes.pause_image in lab/versions.yaml (a unit test checks).
+PAUSE_REF = "registry.k8s.io/pause:3.10.1"
 TOOLBOX_REF = "kaiops.dev/toolbox:lab"
 
 # Applets linked in /bin. The lab's probes and tests need the first row; the rest make a
@@ -199,9 +201,16 @@ class ImageSpec:
     gather: Callable[[dict, Path], Layout]  # (built, cache_dir) -> Layout
 
 
+def pause_files(built: dict) -> Layout:
+    """The sandbox image: the pause binary built from the pinned kubernetes module."""
+    return Layout(files={"/pause": (Path(built["paths"]["pause"]), 0o755)}, entrypoint=["/pause"])
+
+
 IMAGES: dict[str, ImageSpec] = {
     spec.name: spec
     for spec in (
+        ImageSpec("pause", PAUSE_REF, "pause from build/pause/linux/pause.c in k8s.io/kubernetes",
+                  lambda built, cache: pause_files(built)),
         ImageSpec("busybox", BUSYBOX_REF, "busybox-static with applet links",
                   lambda built, cache: busybox_files()),
         ImageSpec("ubuntu", UBUNTU_REF, "busybox standing in for KAI's reservation image",
@@ -274,7 +283,9 @@ def build_lab_images(versions: dict, built: dict, log=print, cache_dir: Path | N
     if pinned and upstream != BUSYBOX_VERSION:
         log(f"  warning: busybox-static {pinned} pinned, images say {BUSYBOX_VERSION}")
     cache = Path(cache_dir) if cache_dir else cache_root() / "lab"
-    names = [n for n in IMAGES if n != "toolbox" or "kubectl" in built.get("paths", {})]
+    paths = built.get("paths", {})
+    needs = {"toolbox": "kubectl", "pause": "pause"}  # images made from a built program
+    names = [n for n in IMAGES if n not in needs or needs[n] in paths]
     try:
         return [build_one(n, built, cache, log) for n in names]
     except OciError as exc:
