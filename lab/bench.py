@@ -55,8 +55,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, "KAIOPS_CACHE": tmp, "GOCACHE": f"{tmp}/gocache"}
             started = time.monotonic()
-            subprocess.run([sys.executable, "-m", "kailab", "build"], cwd=REPO / "lab", env=env,
-                           check=True)
+            subprocess.run(
+                [sys.executable, "-m", "kailab", "build"], cwd=REPO / "lab", env=env, check=True
+            )
             figures.append(("cold build of all binaries", time.monotonic() - started, "s"))
 
     lab = Lab(LabConfig.from_env(), log=quiet)

@@ -11,7 +11,9 @@ from .config import LabConfig, LabError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kailab", description="The kaiops disposable lab cluster.")
+    parser = argparse.ArgumentParser(
+        prog="kailab", description="The kaiops disposable lab cluster."
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build", help="build every pinned program into the cache")
     sub.add_parser("up", help="bring the lab up (converges: a second run is a no-op)")
@@ -45,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
                 for r in rows:
                     state = "running" if r["running"] else "stopped"
                     health = "healthy" if r["healthy"] else "-"
-                    print(f"{r['name']:<24} {state:<8} {health:<8} pid={r['pid'] or '-':<8} "
-                          f"{r['version']:<24} {' '.join(r['ports'])}")
+                    print(
+                        f"{r['name']:<24} {state:<8} {health:<8} pid={r['pid'] or '-':<8} "
+                        f"{r['version']:<24} {' '.join(r['ports'])}"
+                    )
             return 0 if all(r["running"] for r in rows) else 3
         elif args.cmd == "kubeconfig":
             print(cfg.kubeconfig)

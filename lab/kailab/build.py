@@ -147,8 +147,9 @@ def debian_binaries() -> dict[str, Path]:
 
 
 def debian_version(package: str) -> str:
-    proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, check=False
+    )
     return proc.stdout.strip() if proc.returncode == 0 else "not installed"
 
 

@@ -294,8 +294,11 @@ class Lab:
         found = [f"process {pid}: {cmd}" for pid, cmd in host.lab_pids(self.cfg).items()]
         links = host.run("ip", "-o", "link", "show").stdout
         found += [f"link {d}" for d in (net.node_bridge, net.cni_bridge) if f" {d}:" in links]
-        found += [f"netns {n}" for n in host.run("ip", "netns", "list").stdout.split()
-                  if n.startswith("cni-")]
+        found += [
+            f"netns {n}"
+            for n in host.run("ip", "netns", "list").stdout.split()
+            if n.startswith("cni-")
+        ]
         roots = (str(self.cfg.state_dir), str(self.cfg.run_dir))
         found += [f"mount {t}" for _, t in host.mounts() if t.startswith(roots)]
         for tool in ("iptables", "ip6tables"):
@@ -303,8 +306,11 @@ class Lab:
             found += [f"{tool} {t}/{c}" for t, c in host.lab_chains(dump)]
         found += [f"path {p}" for p in (self.cfg.state_dir, self.cfg.run_dir) if p.exists()]
         logs = Path("/var/log/containers")
-        found += [f"link {p}" for p in (logs.iterdir() if logs.is_dir() else [])
-                  if p.is_symlink() and os.readlink(p).startswith(str(self.cfg.state_dir))]
+        found += [
+            f"link {p}"
+            for p in (logs.iterdir() if logs.is_dir() else [])
+            if p.is_symlink() and os.readlink(p).startswith(str(self.cfg.state_dir))
+        ]
         return found
 
     # ------------------------------------------------------------ status

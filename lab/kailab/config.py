@@ -53,6 +53,17 @@ def family_key(versions: dict, family: str) -> str:
     return f"{family}-{spec['version']}-{digest}"
 
 
+def _env_int(name: str, default: int, low: int, high: int) -> int:
+    raw = os.environ.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise LabError(f"Failed to read {name}: {raw!r} is not a whole number in {low}..{high}")
+    return value
+
+
 @dataclass(frozen=True)
 class Network:
     """Addresses live on interfaces the lab creates; nothing else is bound or dialled."""
@@ -91,16 +102,8 @@ class LabConfig:
     @classmethod
     def from_env(cls) -> LabConfig:
         name = os.environ.get("KAIOPS_LAB_NAME", "kaiops")
-        count = int(os.environ.get("KAIOPS_LAB_GPU_NODES", GpuNodes.count))
-        gpus = int(os.environ.get("KAIOPS_LAB_GPUS_PER_NODE", GpuNodes.gpus_per_node))
-        if not 0 <= count <= 1000:
-            raise LabError(
-                f"Failed to read KAIOPS_LAB_GPU_NODES: {count} is outside 0..1000; set a count in range"
-            )
-        if not 1 <= gpus <= 16:
-            raise LabError(
-                f"Failed to read KAIOPS_LAB_GPUS_PER_NODE: {gpus} is outside 1..16; set 1 to 16"
-            )
+        count = _env_int("KAIOPS_LAB_GPU_NODES", GpuNodes.count, 0, 1000)
+        gpus = _env_int("KAIOPS_LAB_GPUS_PER_NODE", GpuNodes.gpus_per_node, 1, 16)
         state = Path(os.environ.get("KAIOPS_LAB_STATE", f"/var/lib/kaiops-lab/{name}"))
         return cls(
             name=name,

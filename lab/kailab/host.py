@@ -50,7 +50,9 @@ GUARD = "KAIOPS-GUARD"
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(list(args), capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:
-        raise LabError(f"Failed to run {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
+        raise LabError(
+            f"Failed to run {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}"
+        )
     return proc
 
 
@@ -152,8 +154,18 @@ def _guard(cfg: LabConfig) -> None:
         ["-s", net.cluster_cidr, "-d", net.cluster_cidr, "-j", "RETURN"],
         ["-s", net.cluster_cidr, "-d", f"{net.node_ip}/{net.node_prefix}", "-j", "RETURN"],
         ["-s", net.cluster_cidr, "-j", "REJECT"],
-        ["-d", net.cluster_cidr, "!", "-s", net.cluster_cidr, "!", "-i", net.cni_bridge,
-         "-j", "REJECT"],
+        [
+            "-d",
+            net.cluster_cidr,
+            "!",
+            "-s",
+            net.cluster_cidr,
+            "!",
+            "-i",
+            net.cni_bridge,
+            "-j",
+            "REJECT",
+        ],
     ):
         run("iptables", "-A", GUARD, *rule)
     if run("iptables", "-C", "FORWARD", "-j", GUARD, check=False).returncode != 0:
@@ -267,7 +279,7 @@ def unmount_under(*roots: Path) -> list[str]:
 
 
 def remove_cgroups(names=("kubepods", "kubepods.slice")) -> list[str]:
-    """The kubelet's pod cgroups, in every v1 hierarchy; deepest first (rmdir only removes empty ones)."""
+    """The kubelet's pod cgroups in every v1 hierarchy, deepest first (rmdir takes empty ones)."""
     done = []
     root = Path("/sys/fs/cgroup")
     for hierarchy in root.iterdir() if root.exists() else []:
@@ -275,8 +287,9 @@ def remove_cgroups(names=("kubepods", "kubepods.slice")) -> list[str]:
             top = hierarchy / name
             if not top.is_dir():
                 continue
-            dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
-                          reverse=True)
+            dirs = sorted(
+                (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+            )
             for d in [*dirs, top]:
                 try:
                     d.rmdir()

@@ -59,8 +59,11 @@ def main(argv: list[str]) -> int:
             print(f"pre={kai['pre']} patched={kai['patched']}")
             ok, detail = module_available(kai["module"], kai["pre"])
             if not ok:
-                print(f"note: unverified, the module proxy does not serve {kai['module']}: "
-                      f"{detail.splitlines()[0]}", file=sys.stderr)
+                print(
+                    f"note: unverified, the module proxy does not serve {kai['module']}: "
+                    f"{detail.splitlines()[0]}",
+                    file=sys.stderr,
+                )
             return 0
         if argv[:1] == ["install"] and len(argv) == 2:
             install(argv[1] or "pre")

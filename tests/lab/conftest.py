@@ -25,8 +25,9 @@ class Kube:
         self.bin = str(lab.binaries()["kubectl"])
         self.kubeconfig = str(lab.cfg.kubeconfig)
 
-    def __call__(self, *args: str, input_text: str | None = None, check: bool = True,
-                 timeout: float = 180) -> subprocess.CompletedProcess:
+    def __call__(
+        self, *args: str, input_text: str | None = None, check: bool = True, timeout: float = 180
+    ) -> subprocess.CompletedProcess:
         proc = subprocess.run(
             [self.bin, f"--kubeconfig={self.kubeconfig}", *args],
             input=input_text, capture_output=True, text=True, timeout=timeout, check=False,

@@ -93,7 +93,11 @@ def test_real_container_restarts_and_keeps_previous_logs(kube, namespace, lab):
 def test_service_routes_between_pods(kube, namespace, lab):
     server = pod(
         "web",
-        ["sh", "-c", "mkdir -p /www && echo hello-from-web > /www/index.html && httpd -f -p 8080 -h /www"],
+        [
+            "sh",
+            "-c",
+            "mkdir -p /www && echo hello-from-web > /www/index.html && httpd -f -p 8080 -h /www",
+        ],
         nodeName=lab.cfg.node_name,
     )
     service = {
@@ -105,14 +109,28 @@ def test_service_routes_between_pods(kube, namespace, lab):
     kube.apply(server, service, namespace=namespace)
     kube("wait", "-n", namespace, "pod/web", "--for=condition=Ready", "--timeout=90s")
     ip = kube.json("get", "service", "web", "-n", namespace)["spec"]["clusterIP"]
-    kube("wait", "-n", namespace, "endpointslice", "-l", "kubernetes.io/service-name=web",
-         "--for=jsonpath={.endpoints[0].conditions.ready}=true", "--timeout=60s")
+    kube(
+        "wait",
+        "-n",
+        namespace,
+        "endpointslice",
+        "-l",
+        "kubernetes.io/service-name=web",
+        "--for=jsonpath={.endpoints[0].conditions.ready}=true",
+        "--timeout=60s",
+    )
     # busybox-static's wget crashes in glibc's NSS inside a bare image; nc does not resolve.
     request = f"printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 {ip} 80 | tail -n 1"
     client = pod("client", ["sh", "-c", request], nodeName=lab.cfg.node_name)
     kube.apply(client, namespace=namespace)
-    kube("wait", "-n", namespace, "pod/client", "--for=jsonpath={.status.phase}=Succeeded",
-         "--timeout=90s")
+    kube(
+        "wait",
+        "-n",
+        namespace,
+        "pod/client",
+        "--for=jsonpath={.status.phase}=Succeeded",
+        "--timeout=90s",
+    )
     assert kube("logs", "-n", namespace, "client").stdout.strip() == "hello-from-web"
 
 
@@ -135,10 +153,20 @@ def test_in_cluster_api_access_with_own_token_and_rbac(kube, namespace, lab):
         "kubectl get secrets 2>&1; echo denied=$?; "
         "kubectl get pods -n kube-system 2>&1; echo denied2=$?"
     )
-    kube.apply(role, binding, pod("api", ["sh", "-c", script], nodeName=lab.cfg.node_name),
-               namespace=namespace)
-    kube("wait", "-n", namespace, "pod/api", "--for=jsonpath={.status.phase}=Succeeded",
-         "--timeout=90s")
+    kube.apply(
+        role,
+        binding,
+        pod("api", ["sh", "-c", script], nodeName=lab.cfg.node_name),
+        namespace=namespace,
+    )
+    kube(
+        "wait",
+        "-n",
+        namespace,
+        "pod/api",
+        "--for=jsonpath={.status.phase}=Succeeded",
+        "--timeout=90s",
+    )
     out = kube("logs", "-n", namespace, "api").stdout
     assert "configmap/kube-root-ca.crt" in out and "allowed=0" in out, out
     assert "Forbidden" in out and "denied=1" in out and "denied2=1" in out, out
@@ -181,7 +209,13 @@ def test_kwok_gpu_nodes_advertise_gpus_and_run_pods(kube, namespace, lab):
     gpu_pod["spec"]["tolerations"] = [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}]
     gpu_pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "2"}}
     kube.apply(gpu_pod, namespace=namespace)
-    kube("wait", "-n", namespace, "pod/on-kwok", "--for=jsonpath={.status.phase}=Running",
-         "--timeout=90s")
+    kube(
+        "wait",
+        "-n",
+        namespace,
+        "pod/on-kwok",
+        "--for=jsonpath={.status.phase}=Running",
+        "--timeout=90s",
+    )
     bound = kube.json("get", "pod", "on-kwok", "-n", namespace)
     assert bound["spec"]["nodeName"] == target
