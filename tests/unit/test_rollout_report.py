@@ -1,0 +1,224 @@
+"""module_utils/rollout_report and rollout_runner: decisions, Markdown, JUnit, the files written."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from conftest import ExitJson
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils import rollout_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.preflight import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout_runner import (
+    evidence_root,
+    run_preflight_gates,
+    run_rollout_report,
+)
+
+REQUEST = {
+    "change_owner": "lab drill",
+    "target_version": "v0.16.14",
+    "rollback_target": "v0.16.13",
+    "thresholds": {"binder_restarts_max": 0},
+    "regression_waiver": {},
+}
+PENDING = [
+    {"step": "upgrade", "reason": "not built yet"},
+    {"step": "verify", "reason": "not built"},
+]
+
+
+def passing(name):
+    return gate("inputs", name, "x", "y", True)
+
+
+def failing(name, message):
+    return gate("cluster", name, "none", "a KAI Helm release", False, message, "install KAI")
+
+
+def clusters():
+    return {
+        "lab": {
+            "gates": [
+                passing("change_owner"),
+                failing("kai_release", "no KAI release on cluster lab"),
+            ],
+            "steps": [{"step": "inventory", "status": "done", "reason": "status not_installed"}],
+            "evidence": ["inventory.md"],
+        },
+        "good": {
+            "gates": [passing("change_owner"), passing("kai_release")],
+            "steps": [{"step": "snapshot", "status": "done", "reason": "12 objects"}],
+            "evidence": ["snapshots/before-change-good/index.json"],
+            "current_version": "v0.16.13",
+        },
+    }
+
+
+def build(data=None):
+    return rollout_report.build(
+        REQUEST, data or clusters(), "2026-11-30T00:00:00Z", "run-1", PENDING
+    )
+
+
+def test_build_refuses_a_cluster_with_a_failed_gate():
+    report = build()
+    assert report["decision"] == "refused" and report["refused_clusters"] == ["lab"]
+    assert report["clusters"]["lab"]["reasons"] == [
+        "no KAI release on cluster lab (fix: install KAI)"
+    ]
+    assert report["clusters"]["good"]["decision"] == "proceed"
+    assert report["kind"] == "rollout" and report["kai_version"] == "v0.16.14"
+    assert report["summary"] == {"clusters": 2, "gates": 4, "gates_failed": 1}
+
+
+def test_build_reports_pending_steps_as_not_run_with_the_reason():
+    report = build()
+    lab = {s["step"]: s for s in report["clusters"]["lab"]["steps"]}
+    assert lab["upgrade"] == {
+        "step": "upgrade",
+        "status": "not_run",
+        "reason": "preflight refused (failed gates: kai_release)",
+    }
+    good = {s["step"]: s for s in report["clusters"]["good"]["steps"]}
+    assert good["upgrade"]["status"] == "not_run" and good["upgrade"]["reason"] == "not built yet"
+    assert good["snapshot"]["status"] == "done"
+
+
+def test_build_cluster_without_gates_is_refused():
+    report = build({"c1": {"gates": [], "steps": []}})
+    assert report["decision"] == "refused"
+    assert report["clusters"]["c1"]["reasons"] == [
+        "no preflight gate was recorded for this cluster"
+    ]
+
+
+def test_build_unknown_step_status_reads_failed():
+    report = build({"c1": {"gates": [passing("a")], "steps": [{"step": "x", "status": "ok"}]}})
+    assert report["clusters"]["c1"]["steps"][0]["status"] == "failed"
+
+
+def test_render_junit_failed_gate_is_a_failure():
+    root = ET.fromstring(rollout_report.render_junit(build()))
+    assert root.get("tests") == "4" and root.get("failures") == "1"
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    lab = suites["rollout lab"]
+    assert lab.get("failures") == "1"
+    cases = {c.get("name"): c for c in lab.findall("testcase")}
+    failure = cases["kai_release"].find("failure")
+    assert failure is not None and failure.get("message") == "no KAI release on cluster lab"
+    assert "fix: install KAI" in failure.text
+    assert cases["change_owner"].find("failure") is None
+    assert suites["rollout good"].get("failures") == "0"
+
+
+def test_render_junit_escapes_markup():
+    data = {"c<1>": {"gates": [failing("g&1", 'bad "quote" <x>')]}}
+    root = ET.fromstring(rollout_report.render_junit(build(data)))
+    case = root.find("testsuite/testcase")
+    assert case.get("name") == "g&1" and case.find("failure").get("message") == 'bad "quote" <x>'
+
+
+def test_render_markdown_has_request_gate_table_steps_and_links():
+    text = rollout_report.render_markdown(build())
+    assert "**Decision: REFUSED**" in text
+    assert "| Change owner | lab drill |" in text
+    assert "## Cluster lab: REFUSED" in text
+    assert "| cluster | kai_release | none | a KAI Helm release | **FAIL** |" in text
+    assert "| upgrade | not run | preflight refused (failed gates: kai_release) |" in text
+    assert "- [inventory.md](inventory.md)" in text
+    assert "- `binder_restarts_max`: 0" in text
+
+
+def test_run_rollout_report_writes_three_files(fake_module, tmp_path):
+    module = fake_module(
+        {
+            "request": REQUEST,
+            "clusters": clusters(),
+            "evidence_dir": str(tmp_path),
+            "run_id": None,
+            "pending_steps": PENDING,
+        }
+    )
+    with pytest.raises(ExitJson) as done:
+        run_rollout_report(module)
+    result = done.value.result
+    assert result["files"] == ["report.json", "report.md", "junit.xml"]
+    assert result["decision"] == "refused" and result["changed"] is False
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["run_id"] == tmp_path.name and saved["schema"] == "kaiops.report/v1"
+    ET.parse(str(tmp_path / "junit.xml"))
+
+
+def test_run_rollout_report_without_evidence_folder_warns(fake_module, monkeypatch):
+    monkeypatch.delenv("KAIOPS_EVIDENCE_DIR", raising=False)
+    module = fake_module(
+        {
+            "request": REQUEST,
+            "clusters": clusters(),
+            "evidence_dir": None,
+            "run_id": None,
+            "pending_steps": [],
+        }
+    )
+    with pytest.raises(ExitJson) as done:
+        run_rollout_report(module)
+    assert done.value.result["files"] == [] and module.warnings
+
+
+def test_run_preflight_gates_inputs_link_is_relative_to_the_run(fake_module, tmp_path):
+    bundle = tmp_path / "20261129-reproduce-1"
+    bundle.mkdir()
+    (bundle / "report.json").write_text(
+        json.dumps({"kind": "reproduce", "kai_version": "v0.16.14", "verdict": "pass"})
+    )
+    (bundle / "status").write_text("complete\n")
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import build_manifest
+
+    (bundle / "manifest.sha256").write_text(build_manifest(str(bundle)))
+    run = tmp_path / "20261130-rollout-2"
+    run.mkdir()
+    module = fake_module(
+        {
+            "cluster": "c1",
+            "stage": "inputs",
+            "change_owner": "me",
+            "target_version": "v0.16.14",
+            "thresholds": None,
+            "rollback_target": 3,
+            "regression_waiver": None,
+            "evidence_root": None,
+            "inventory": None,
+        }
+    )
+    with pytest.raises(ExitJson) as done:
+        run_preflight_gates(module, environ={"KAIOPS_EVIDENCE_DIR": str(run)})
+    result = done.value.result
+    assert result["regression"]["link"] == "../20261129-reproduce-1/report.json"
+    assert result["failed_gates"] == ["thresholds"] and result["passed"] is False
+    assert "failed" not in result  # a failed gate is not a failed task
+
+
+def test_run_preflight_gates_cluster_returns_snapshot_plan(fake_module):
+    module = fake_module(
+        {
+            "cluster": "c1",
+            "stage": "cluster",
+            "rollback_target": "",
+            "inventory": {"status": "not_installed", "kai": {"installed": False}},
+            "namespace": "kai",
+            "reservation_namespace": "rr",
+            "helm_release": "kai",
+        }
+    )
+    with pytest.raises(ExitJson) as done:
+        run_preflight_gates(module, environ={})
+    result = done.value.result
+    assert result["failed_gates"] == ["kai_release"]
+    assert result["snapshot"]["snapshot_selections"][0]["namespace"] == "kai"
+    assert result["regression"] is None
+
+
+def test_evidence_root_defaults_to_the_parent_of_the_run():
+    assert evidence_root(None, {"KAIOPS_EVIDENCE_DIR": "/e/run-1"}) == "/e"
+    assert evidence_root("/x", {"KAIOPS_EVIDENCE_DIR": "/e/run-1"}) == "/x"
+    assert evidence_root(None, {}) is None
