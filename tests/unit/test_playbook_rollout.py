@@ -1,0 +1,219 @@
+"""rollout.yml end to end against fake API servers: no cluster needed.
+
+- Each missing or invalid input (owner, thresholds, rollback target, malformed version) refuses
+  with the validation message before any request: the fake API server logs every request it
+  gets, and it gets none; the output has no connection error.
+- Missing regression evidence refuses too; the request being otherwise well-formed, the
+  read-only cluster checks still run so the one refusal names every reason (here: no KAI).
+- With a waiver and KAI installed, every gate passes, KAI's state is snapshotted (Secret data
+  and secret-looking Helm values left out), and the run still fails: the upgrade is not built,
+  and is reported as not run.
+Every run leaves report.json, report.md and junit.xml in a bundle that sha256sum -c verifies.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import fakeapi
+import pytest
+import yaml
+from conftest import REPO
+from test_playbook_inventory import events, sha256sum_ok
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import ENV_EVIDENCE_DIR
+
+BIN = os.path.dirname(sys.executable)
+THRESHOLDS = {
+    "bind_latency_p50_s": 2,
+    "bind_latency_p95_s": 5,
+    "ready_latency_p50_s": 5,
+    "ready_latency_p95_s": 15,
+    "completion_rate_min": 1.0,
+    "binder_restarts_max": 0,
+    "stale_objects_max": 0,
+    "observation_window_s": 300,
+}
+REQUEST = {
+    "kaiops_rollout_change_owner": "sre-oncall@example.com",
+    "kaiops_rollout_target_version": "v0.16.14",
+    "kaiops_rollout_rollback_target": "v0.16.13",
+    "kaiops_rollout_thresholds": THRESHOLDS,
+    "kaiops_rollout_regression_waiver": {"reason": "unit test", "approved_by": "pytest"},
+}
+HISTORY = json.dumps(
+    [
+        {"revision": 1, "chart": "kai-scheduler-v0.16.12", "status": "superseded"},
+        {
+            "revision": 2,
+            "chart": "kai-scheduler-v0.16.13",
+            "app_version": "v0.16.13",
+            "status": "deployed",
+        },
+    ]
+)
+VALUES = json.dumps({"global": {"gpuSharing": True}, "registry": {"password": "hunter2"}})
+FAKE_HELM = (
+    "#!/bin/sh\n"
+    'case "$*" in\n'
+    "  *history*) echo '%s' ;;\n"
+    "  *\"get values\"*) echo '%s' ;;\n"
+    '  *) echo "fake helm: unsupported: $*" >&2; exit 1 ;;\n'
+    "esac\n" % (HISTORY, VALUES)
+)
+
+
+def rollout(tmp_path, hosts, *args, path_first=None):
+    inventory = tmp_path / "hosts.yml"
+    common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    data = {"all": {"hosts": {n: dict(common, **v) for n, v in hosts.items()}}}
+    inventory.write_text(yaml.safe_dump(data))
+    env = dict(os.environ)
+    env.pop(ENV_EVIDENCE_DIR, None)
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    env["KUBECONFIG"] = "/nonexistent/kubeconfig"  # never the user's own clusters
+    path = [BIN, "/usr/bin", "/bin"]  # no helm unless the test brings one
+    env.update(
+        {
+            "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
+            "KAIOPS_EVIDENCE_ROOT": str(tmp_path / "evidence"),
+            "PATH": os.pathsep.join(([path_first] if path_first else []) + path),
+            "ANSIBLE_NOCOLOR": "1",
+        }
+    )
+    done = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), "rollout.yml", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done, os.path.realpath(tmp_path / "evidence" / "latest")
+
+
+def report_of(bundle):
+    with open(os.path.join(bundle, "report.json")) as handle:
+        return json.load(handle)
+
+
+def junit_failures(bundle):
+    root = ET.parse(os.path.join(bundle, "junit.xml")).getroot()
+    return sorted(c.get("name") for c in root.iter("testcase") if c.find("failure") is not None)
+
+
+@pytest.mark.parametrize(
+    ("override", "message", "gates"),
+    [
+        ({"kaiops_rollout_change_owner": ""}, "change owner is missing", ["change_owner"]),
+        (
+            {"kaiops_rollout_thresholds": {}},
+            "acceptance thresholds are missing (fix: set kaiops_rollout_thresholds",
+            ["thresholds"],
+        ),
+        (
+            {"kaiops_rollout_thresholds": dict(THRESHOLDS, completion_rate_min=95)},
+            "threshold completion_rate_min (probe completion rate (failures count)): 95 must be "
+            "a fraction in (0, 1]",
+            ["threshold:completion_rate_min"],
+        ),
+        (
+            {"kaiops_rollout_rollback_target": ""},
+            "rollback target is missing",
+            ["rollback_target"],
+        ),
+        (
+            {"kaiops_rollout_target_version": "0.16.14"},
+            "target version '0.16.14' is not an exact release tag like v0.16.14",
+            ["regression_evidence", "target_version"],
+        ),
+    ],
+    ids=["owner", "thresholds", "threshold-range", "rollback-target", "malformed-version"],
+)
+def test_rollout_bad_input_refuses_before_any_request(tmp_path, fake_api, override, message, gates):
+    api = fake_api("kai-sharing")
+    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"), **override)
+    done, bundle = rollout(tmp_path, {"c1": host})
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Rollout refused for c1: " in out and message in out
+    assert api.requests == []  # no connection reached the API server
+    assert "Failed to reach" not in out and "Connection refused" not in out
+    report = report_of(bundle)
+    assert report["decision"] == "refused"
+    steps = {s["step"]: s for s in report["clusters"]["c1"]["steps"]}
+    assert steps["inventory"] == {
+        "step": "inventory",
+        "status": "not_run",
+        "reason": "change request refused before any cluster call",
+    }
+    assert steps["upgrade"]["status"] == "not_run"
+    assert junit_failures(bundle) == gates
+    assert os.path.isfile(os.path.join(bundle, "report.md"))
+    assert sha256sum_ok(bundle)
+
+
+def test_rollout_without_evidence_or_kai_refuses_with_both_reasons(tmp_path, fake_api):
+    api = fake_api("no-kai")
+    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
+    host.pop("kaiops_rollout_regression_waiver")
+    done, bundle = rollout(tmp_path, {"c1": host}, "--check")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "no passing reproduce report for v0.16.14" in out
+    assert "no KAI release on cluster c1" in out
+    assert junit_failures(bundle) == ["kai_release", "regression_evidence"]
+    assert not [e for e in events(bundle) if e["changed"]]
+    # The change request (and the evidence store) was judged before the first cluster read.
+    actions = [e["action"] for e in events(bundle) if e["event"] in ("ok", "failed")]
+    assert actions.index("kaiops.runbooks.kai_preflight_gates") < actions.index(
+        "kaiops.runbooks.kai_inventory_facts"
+    )
+    assert os.path.isfile(os.path.join(bundle, "inventory.md"))
+    assert sha256sum_ok(bundle)
+
+
+def test_rollout_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
+    tmp_path, fake_api, monkeypatch
+):
+    monkeypatch.setitem(
+        fakeapi.KINDS, ("kai.scheduler/v1", "SchedulingShard"), ("schedulingshards", False)
+    )
+    monkeypatch.setitem(fakeapi.KINDS, ("scheduling.run.ai/v2", "Queue"), ("queues", False))
+    api = fake_api("kai-sharing")
+    api.served |= {"kai.scheduler/v1", "scheduling.run.ai/v2"}
+    helm_dir = tmp_path / "helm-bin"
+    helm_dir.mkdir()
+    (helm_dir / "helm").write_text(FAKE_HELM)
+    (helm_dir / "helm").chmod(stat.S_IRWXU)
+    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
+    done, bundle = rollout(tmp_path, {"c1": host}, path_first=str(helm_dir))
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Rollout stopped after preflight on c1: every preflight gate passed" in out
+    report = report_of(bundle)
+    cluster = report["clusters"]["c1"]
+    assert report["decision"] == "proceed" and cluster["decision"] == "proceed"
+    assert cluster["current_version"] == "v0.16.13"
+    assert report["request"]["regression_waiver"]["reason"] == "unit test"
+    steps = {s["step"]: s for s in cluster["steps"]}
+    assert steps["snapshot"]["status"] == "done"
+    assert steps["upgrade"]["status"] == "not_run"
+    assert steps["upgrade"]["reason"].startswith("not built yet")
+    assert junit_failures(bundle) == []
+    snapshot = os.path.join(bundle, "snapshots", "before-change-c1")
+    index = json.load(open(os.path.join(snapshot, "index.json")))
+    counts = {s["selection"]["kind"]: s["count"] for s in index["selections"]}
+    assert counts["Deployment"] == 4 and counts["Config"] == 1 and counts["Secret"] == 2
+    assert counts["ConfigMap"] == 1
+    values = open(os.path.join(bundle, "snapshots", "before-change-c1-helm", "values.json")).read()
+    assert "hunter2" not in values and "**REDACTED**" in values
+    assert "snapshots/before-change-c1/index.json" in cluster["evidence"]
+    for name in os.listdir(os.path.join(snapshot, "05-secret", "kai-scheduler")):
+        assert "data" not in json.load(
+            open(os.path.join(snapshot, "05-secret", "kai-scheduler", name))
+        )
+    assert sha256sum_ok(bundle)
