@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .config import REPO, LabError, cache_root, family_key, load_versions
 
+GO_FAMILIES = ("etcd", "kubernetes", "kwok", "helm", "fakegpu")
 DEBIAN_BINARIES = {"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc"}
 
 
@@ -38,7 +39,7 @@ def _ldflags(family: str, version: str) -> str:
         return f"-s -w -X helm.sh/helm/v3/internal/version.version={version}"
     if family == "kwok":
         return f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={version}"
-    if family == "etcd":
+    if family in ("etcd", "fakegpu"):
         return "-s -w"
     raise LabError(f"Failed to build {family}: no ldflags defined for this family")
 
@@ -50,7 +51,7 @@ def _package(family: str, module: str, program: str) -> str:
         return f"{module}/cmd/kwok"
     if family == "helm":
         return f"{module}/cmd/helm"
-    return "."  # etcd: our wrapper's own main package calls etcdmain
+    return "."  # etcd (our main calls etcdmain) and our own fakegpu plugin
 
 
 def bin_dir(versions: dict, family: str) -> Path:
@@ -156,7 +157,7 @@ def debian_version(package: str) -> str:
 def build_all(log=print) -> dict:
     versions = load_versions()
     paths, stamps = {}, {}
-    for family in ("etcd", "kubernetes", "kwok", "helm"):
+    for family in GO_FAMILIES:
         for program, path in build_family(versions, family, log).items():
             paths[program] = path
             stamps[program] = versions[family]["version"]

@@ -27,6 +27,7 @@ from .config import (
     PKI,
     PLAN,
     REPO,
+    RESTORE,
     STAMP,
     LabConfig,
     LabError,
@@ -49,7 +50,7 @@ class Lab:
         """Where each program is (or will be, once built)."""
         paths: dict[str, Path] = {}
         stamps: dict[str, str] = {}
-        for family in ("etcd", "kubernetes", "kwok", "helm"):
+        for family in build.GO_FAMILIES:
             spec = self.versions[family]
             for program in spec["programs"]:
                 paths[program] = build.bin_dir(self.versions, family) / program
@@ -62,7 +63,8 @@ class Lab:
     def plan(self) -> list[Component]:
         stages = build.kwok_stages_path(self.versions)
         pause = self.versions["kubernetes"]["pause_image"]
-        return components.plan(self.cfg, self.binaries(), pause, stages)
+        devices = self.versions["fakegpu"]["devices_per_node"]
+        return components.plan(self.cfg, self.binaries(), pause, stages, devices)
 
     def kubectl(self, *args: str, input_text: str | None = None, check: bool = True):
         kubectl = self.binaries()["kubectl"]
@@ -138,12 +140,20 @@ class Lab:
             path.chmod(0o600)
 
     def _ensure(self, comp: Component) -> None:
+        """Start a component that is not running; restart one whose command or files changed."""
+        changed = False
         for rel, content in comp.files.items():
             path = self.cfg.path(rel)
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists() or path.read_text() != content:
                 path.write_text(content)
-        if self.pid_of(comp) is None:
+                changed = True
+        pid = self.pid_of(comp)
+        if pid is not None and (changed or host.cmdline(pid) != comp.command()):
+            self.log(f"  {comp.name}: configuration changed, restarting")
+            host.stop([pid])
+            pid = None
+        if pid is None:
             self._start(comp)
         self._wait_healthy(comp)
 
@@ -234,6 +244,12 @@ class Lab:
             "wait", "--for=create", f"node/{self.cfg.node_name}", f"--timeout={timeout:.0f}s"
         )
         self.kubectl("wait", "--for=condition=Ready", "nodes", "--all", f"--timeout={timeout:.0f}s")
+        # the fake GPU device plugin's devices reach the node status on its next update
+        devices = self.versions["fakegpu"]["devices_per_node"]
+        self.kubectl(
+            "wait", f"node/{self.cfg.node_name}", f"--timeout={timeout:.0f}s",
+            f"--for=jsonpath={{.status.allocatable.nvidia\\.com/gpu}}={devices}",
+        )  # fmt: skip
         self.kubectl(
             "wait", "--for=create", "serviceaccount/default", "-n", "default",
             f"--timeout={timeout:.0f}s",
@@ -249,13 +265,16 @@ class Lab:
     def down(self) -> list[str]:
         """Stop everything, undo every host change, remove the state folder. Returns leftovers."""
         started = time.monotonic()
+        record = self.cfg.path(RESTORE)
+        rec = json.loads(record.read_text()) if record.exists() else {}
+        existed = set(rec.get("existing_paths", host.HOST_PATHS))
         self._step("stop components", self._stop_all)
         self._step("unmount", lambda: host.unmount_under(self.cfg.state_dir, self.cfg.run_dir))
         self._step("network, iptables, namespaces", lambda: host.teardown_network(self.cfg))
         self._step("pod cgroups", host.remove_cgroups)
         self._step("kernel settings and host folders", self._restore)
         self._step("state folder", self._remove_state)
-        leftovers = self.leftovers()
+        leftovers = self.leftovers(existed)
         self.log(f"lab {self.cfg.name} down in {time.monotonic() - started:.1f}s")
         return leftovers
 
@@ -275,7 +294,7 @@ class Lab:
         host.stop(host.lab_pids(self.cfg))
 
     def _restore(self) -> None:
-        path = self.cfg.path("host-restore.json")
+        path = self.cfg.path(RESTORE)
         rec = json.loads(path.read_text()) if path.exists() else {}
         host.restore_sysctls(rec)
         host.remove_host_paths(self.cfg, rec)
@@ -288,8 +307,11 @@ class Lab:
             self.cfg.run_dir.parent.rmdir()
         LAB_INVENTORY_KUBECONFIG.unlink(missing_ok=True)
 
-    def leftovers(self) -> list[str]:
-        """Anything of the lab still on the machine (empty when `down` did its job)."""
+    def leftovers(self, existed: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """Anything of the lab still on the machine (empty when `down` did its job).
+
+        `existed`: the host folders that were there before the lab (from its record).
+        """
         net = self.cfg.network
         found = [f"process {pid}: {cmd}" for pid, cmd in host.lab_pids(self.cfg).items()]
         links = host.run("ip", "-o", "link", "show").stdout
@@ -305,6 +327,7 @@ class Lab:
             dump = host.run(f"{tool}-save", check=False).stdout
             found += [f"{tool} {t}/{c}" for t, c in host.lab_chains(dump)]
         found += [f"path {p}" for p in (self.cfg.state_dir, self.cfg.run_dir) if p.exists()]
+        found += [f"path {p}" for p in host.HOST_PATHS if p not in existed and Path(p).exists()]
         logs = Path("/var/log/containers")
         found += [
             f"link {p}"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from . import host
 from .config import LOGS, PKI, LabConfig
 
 
@@ -250,7 +251,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     )
 
 
-def kubelet(cfg: LabConfig, bins: Binaries) -> Component:
+def kubelet(cfg: LabConfig, bins: Binaries, gpu_devices: int = 2) -> Component:
     net = cfg.network
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
@@ -306,7 +307,20 @@ def kubelet(cfg: LabConfig, bins: Binaries) -> Component:
             f"--cert-dir={cfg.path('kubelet', 'pki')}",
             f"--hostname-override={cfg.node_name}",
             f"--node-ip={net.node_ip}",
-            "--node-labels=kaiops.dev/lab-node=true",
+            # The labels a fake GPU node carries in KAI's e2e setup: GPU feature
+            # discovery's, and run.ai/fake.gpu, which turns on KAI's fake-GPU handling.
+            "--node-labels="
+            + ",".join(
+                [
+                    "kaiops.dev/lab-node=true",
+                    "nvidia.com/gpu.present=true",
+                    "nvidia.com/gpu.product=Fake-GPU",
+                    f"nvidia.com/gpu.count={gpu_devices}",
+                    "nvidia.com/gpu.memory=16384",
+                    "nvidia.com/mig.strategy=none",
+                    "run.ai/fake.gpu=true",
+                ]
+            ),
             "--v=1",
         ),
         ports=(f"{net.node_ip}:10250", "127.0.0.1:10248"),
@@ -365,7 +379,26 @@ def kwok(cfg: LabConfig, bins: Binaries, stages: Path) -> Component:
     )
 
 
-def plan(cfg: LabConfig, bins: Binaries, pause_image: str, stages: Path) -> list[Component]:
+def fake_gpu_plugin(cfg: LabConfig, bins: Binaries, devices: int) -> Component:
+    plugin_dir = host.DEVICE_PLUGIN_DIR
+    return Component(
+        name="fake-gpu-plugin",
+        binary=bins["kaiops-fake-gpu"],
+        version=bins.versions["kaiops-fake-gpu"],
+        args=(
+            f"--plugin-dir={plugin_dir}",
+            "--resource=nvidia.com/gpu",
+            f"--count={devices}",
+            f"--node-name={cfg.node_name}",
+        ),
+        ports=(f"unix:{plugin_dir / 'kaiops-fake-gpu.sock'}",),
+        health=Health("socket", str(plugin_dir / "kaiops-fake-gpu.sock")),
+    )
+
+
+def plan(
+    cfg: LabConfig, bins: Binaries, pause_image: str, stages: Path, gpu_devices: int = 2
+) -> list[Component]:
     """Every component in start order (dependencies first)."""
     return [
         etcd(cfg, bins),
@@ -373,8 +406,9 @@ def plan(cfg: LabConfig, bins: Binaries, pause_image: str, stages: Path) -> list
         kube_controller_manager(cfg, bins),
         kube_scheduler(cfg, bins),
         containerd(cfg, bins, pause_image),
-        kubelet(cfg, bins),
+        kubelet(cfg, bins, gpu_devices),
         kube_proxy(cfg, bins),
+        fake_gpu_plugin(cfg, bins, gpu_devices),
         kwok(cfg, bins, stages),
     ]
 

@@ -48,9 +48,16 @@ def cache_root() -> Path:
 def family_key(versions: dict, family: str) -> str:
     """Cache key of a Go program family: version plus a hash of its wrapper go.sum."""
     spec = versions[family]
-    gosum = REPO / spec["wrapper"] / "go.sum"
-    digest = hashlib.sha256(gosum.read_bytes()).hexdigest()[:8] if gosum.exists() else "nosum"
-    return f"{family}-{spec['version']}-{digest}"
+    wrapper = REPO / spec["wrapper"]
+    # go.sum pins the dependencies; for our own programs the source is part of the key too.
+    inputs = [wrapper / "go.sum"]
+    if spec["version"] == "local":
+        inputs += sorted(p for p in wrapper.glob("*.go") if not p.name.endswith("_test.go"))
+    digest = hashlib.sha256()
+    for path in inputs:
+        if path.exists():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return f"{family}-{spec['version']}-{digest.hexdigest()[:8]}"
 
 
 def _env_int(name: str, default: int, low: int, high: int) -> int:

@@ -41,7 +41,14 @@ SYSCTL_WATCH = (
 # Host folders the components create outside the state folder (fixed in their code):
 # removed at `down` when they did not exist before `up`; otherwise only the lab's
 # entries in them are removed.
-HOST_PATHS = ("/run/containerd", "/var/log/containers", "/var/log/pods", "/run/netns")
+HOST_PATHS = (
+    "/run/containerd",
+    "/var/log/containers",
+    "/var/log/pods",
+    "/run/netns",
+    "/var/lib/kubelet",  # the kubelet's device-plugin socket folder ignores --root-dir
+)
+DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 # iptables chains owned by the lab or by the components it runs.
 CHAIN_PREFIXES = ("KUBE-", "CNI-", "KAIOPS-")
 GUARD = "KAIOPS-GUARD"
@@ -334,6 +341,14 @@ def lab_pids(cfg: LabConfig) -> dict[int, str]:
         if marker in environ.split(b"\0") or any(n in cmdline for n in needles):
             found[int(proc.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]
     return found
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return raw.rstrip(b"\0").decode(errors="replace").split("\0")
 
 
 def alive(pid: int) -> bool:

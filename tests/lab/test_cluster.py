@@ -219,3 +219,22 @@ def test_kwok_gpu_nodes_advertise_gpus_and_run_pods(kube, namespace, lab):
     )
     bound = kube.json("get", "pod", "on-kwok", "-n", namespace)
     assert bound["spec"]["nodeName"] == target
+
+
+def test_fake_gpu_plugin_gives_whole_gpus_on_the_real_node(kube, namespace, lab):
+    devices = lab.versions["fakegpu"]["devices_per_node"]
+    node = kube.json("get", "node", lab.cfg.node_name)
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == str(devices)
+    assert node["metadata"]["labels"]["run.ai/fake.gpu"] == "true"
+    probe = pod("probe", ["gpuprobe", "--size", "32"], nodeName=lab.cfg.node_name)
+    probe["spec"]["containers"][0]["image"] = images.GPUPROBE_REF
+    probe["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    kube.apply(probe, namespace=namespace)
+    kube("wait", "-n", namespace, "pod/probe", "--for=jsonpath={.status.phase}=Succeeded",
+         "--timeout=90s")  # fmt: skip
+    out = json.loads(kube("logs", "-n", namespace, "probe").stdout.strip().splitlines()[-1])
+    visible = out["visible"]["NVIDIA_VISIBLE_DEVICES"]
+    assert visible and visible.startswith("GPU-") and "," not in visible, visible
+    # fake devices: the probe must say there is no GPU behind them
+    assert out["gpu_present"] is False and out["mode"] == "cpu-reference"
+    assert out["check"]["passed"] is True

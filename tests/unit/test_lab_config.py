@@ -30,6 +30,13 @@ def test_versions_match_wrapper_go_mod(family):
     assert (REPO / spec["wrapper"] / "go.sum").exists()
 
 
+def test_own_programs_are_local_modules():
+    spec = VERSIONS["fakegpu"]
+    go_mod = (REPO / spec["wrapper"] / "go.mod").read_text()
+    assert f"module {spec['module']}\n" in go_mod
+    assert spec["version"] == "local"
+
+
 def test_kubernetes_staging_modules_replaced_at_matching_version():
     go_mod = (REPO / VERSIONS["kubernetes"]["wrapper"] / "go.mod").read_text()
     staging = "v0." + VERSIONS["kubernetes"]["version"].split(".", 1)[1]
@@ -52,6 +59,7 @@ def fake_binaries() -> Binaries:
         "kube-proxy",
         "kwok",
         "containerd",
+        "kaiops-fake-gpu",
     ]
     return Binaries({p: Path("/bin-cache") / p for p in programs}, {p: "vX" for p in programs})
 

@@ -288,7 +288,7 @@ def test_image_references_are_normalized():
         assert oci.normalize_ref(spec.ref) == spec.ref
     assert images.BUSYBOX_REF == "docker.io/library/busybox:kaiops-1.35.0"
     assert images.UBUNTU_REF.startswith("docker.io/library/ubuntu:")
-    assert "pause" not in images.IMAGES
+    assert images.IMAGES["pause"].ref == images.PAUSE_REF
 
 
 @pytest.mark.skipif(not HAVE_BUSYBOX, reason="busybox-static not installed")
