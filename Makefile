@@ -13,12 +13,15 @@ include mk/lab.mk
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-GO_MODULES_TESTED := tools/gpuprobe
+GO_MODULES_TESTED := tools/gpuprobe lab/fakegpu
 
 test: venv lab-deps ## set up everything and run the whole suite (CI runs exactly this)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
 	@for m in $(GO_MODULES_TESTED); do (cd $$m && go test ./...) || exit 1; done
+	cd tools/gpuprobe && CGO_ENABLED=1 go test -tags cuda ./...
+	@# a fresh lab: whatever an earlier run or a killed session left is cleaned up first
+	$(MAKE) --no-print-directory lab-down
 	$(MAKE) --no-print-directory lab-up
 	$(VENV_ENV) $(PYTEST) tests/lab
 	$(MAKE) --no-print-directory molecule

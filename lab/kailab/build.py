@@ -63,7 +63,8 @@ def build_family(versions: dict, family: str, log=print) -> dict[str, Path]:
     out = bin_dir(versions, family)
     out.mkdir(parents=True, exist_ok=True)
     wrapper = REPO / spec["wrapper"]
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false"}
+    goflags = f"{os.environ.get('GOFLAGS', '')} -mod=readonly -buildvcs=false".strip()
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": goflags}
     paths = {}
     for program in spec["programs"]:
         target = out / program

@@ -236,6 +236,12 @@ class Lab:
             "annotate", "--overwrite", "namespace", "kube-system",
             f"{nodes.DISPOSABLE_ANNOTATION}=true",
         )  # fmt: skip
+        # converge down too: fake nodes beyond the configured count go away
+        wanted = {d["metadata"]["name"] for d in nodes.gpu_nodes(self.cfg)}
+        listed = self.kubectl("get", "nodes", "-l", "kaiops.dev/lab-node=kwok", "-o", "name")
+        extra = [n for n in listed.stdout.split() if n.split("/", 1)[1] not in wanted]
+        if extra:
+            self.kubectl("delete", "--wait=false", *extra)
 
     def _wait_ready(self, timeout: float = 120.0) -> None:
         # `kubectl wait` watches; it fails at once if a node does not exist yet, so
