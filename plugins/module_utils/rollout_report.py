@@ -116,6 +116,18 @@ def render_markdown(report):
         "",
         "**Decision: %s**" % report["decision"].upper(),
         "",
+    ]
+    not_run = sorted(
+        {
+            s["step"]
+            for c in report["clusters"].values()
+            for s in c["steps"]
+            if s["status"] == "not_run"
+        }
+    )
+    if not_run:
+        lines += ["Steps not run (reason per cluster below): %s." % ", ".join(not_run), ""]
+    lines += [
         "## What was asked",
         "",
         "| Field | Value |",

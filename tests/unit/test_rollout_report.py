@@ -121,6 +121,7 @@ def test_render_junit_escapes_markup():
 def test_render_markdown_has_request_gate_table_steps_and_links():
     text = rollout_report.render_markdown(build())
     assert "**Decision: REFUSED**" in text
+    assert "Steps not run (reason per cluster below): upgrade, verify." in text
     assert "| Change owner | lab drill |" in text
     assert "## Cluster lab: REFUSED" in text
     assert "| cluster | kai_release | none | a KAI Helm release | **FAIL** |" in text
