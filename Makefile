@@ -35,5 +35,6 @@ molecule: venv ## Molecule scenarios against the running lab
 
 drill: venv lab-deps ## bring up the lab and run the main job (rollout.yml) against it
 	$(MAKE) --no-print-directory lab-up
-	$(VENV_ENV) $(ANSIBLE_PLAYBOOK) rollout.yml
-	@echo "evidence: $(CURDIR)/evidence/latest/"
+	@# the lab's kubectl and helm first on PATH; the report's place is printed whatever the verdict
+	@eval "$$($(LAB) env)"; $(VENV_ENV) $(ANSIBLE_PLAYBOOK) rollout.yml; rc=$$?; \
+	echo; echo "report: $(CURDIR)/evidence/latest/report.md (exit status $$rc)"; exit $$rc
