@@ -236,6 +236,18 @@ def run_env(tmp_path):
     return env
 
 
+def _command_running(cmdline: bytes) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if handle.read() == cmdline:
+                        return True
+            except OSError:
+                continue
+    return False
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_leaves_a_hashed_bundle(tmp_path, signum):
     playbook = tmp_path / "slow.yml"
@@ -259,11 +271,18 @@ def test_interrupted_run_leaves_a_hashed_bundle(tmp_path, signum):
     )
     latest = tmp_path / "evidence" / "latest"
     deadline = time.time() + 60
+    # the condition: "Quick" is recorded and the Sleep task's command is running
     while time.time() < deadline:
-        if latest.exists() and b'"Quick"' in (latest / "tasks.jsonl").read_bytes():
+        if (
+            latest.exists()
+            and b'"Quick"' in (latest / "tasks.jsonl").read_bytes()
+            and _command_running(b"sleep\x0030\x00")
+        ):
             break
-        time.sleep(0.2)
-    time.sleep(1.0)  # the Sleep task is running now
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        raise AssertionError("the Sleep task never started")
     proc.send_signal(signum)
     out, _ = proc.communicate(timeout=60)
     # ansible-playbook exits 99 after Ctrl-C; SIGTERM ends it by the signal itself.
