@@ -36,6 +36,8 @@ def gpu_node(cfg: LabConfig, index: int) -> dict:
                 "nvidia.com/gpu.count": str(g.gpus_per_node),
                 "nvidia.com/gpu.memory": str(g.memory_mib),
                 "nvidia.com/mig.strategy": "none",
+                # no GPU behind it: the mark KAI's fake-GPU handling keys on
+                "run.ai/fake.gpu": "true",
             },
         },
         "spec": {
