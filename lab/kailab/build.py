@@ -166,6 +166,12 @@ def build_all(log=print) -> dict:
     for name, path in debian_binaries().items():
         paths[name] = path
         stamps[name] = debian_version(name)
+    # Debian replaces old versions in its archive, so packages install by name; a drift
+    # from the pinned version is said, and the lab's stamp records what really runs.
+    for package, pinned in versions["debian"].items():
+        installed = debian_version(package)
+        if pinned != "any" and installed != pinned:
+            log(f"  note: {package} {installed} installed, {pinned} pinned in lab/versions.yaml")
     return {"paths": paths, "versions": stamps, "stages": kwok_stages(versions)}
 
 
