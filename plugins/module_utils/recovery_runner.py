@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Runner layer of the recovery modules: params in, service calls, the result dict out.
+
+The only layer that exits; KaiopsError is turned into fail_json by each module's main().
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import os
+import time
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
+    EvidenceWriter,
+    resolve_evidence_dir,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery import (
+    WINDOW_RULE,
+    RecoveryService,
+    derive_window,
+    find,
+    observe,
+    plan,
+    ref,
+    start_latencies,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_apply import (
+    InterventionJournal,
+    RecoveryApplier,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_client import (
+    RecoveryClient,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_report import (
+    build,
+    render_markdown,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.runner import (
+    NO_EVIDENCE_WARNING,
+)
+
+
+def _utc_now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _client(params, factory):
+    return factory(
+        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
+    )
+
+
+def run_recovery_facts(module, client_factory=RecoveryClient.from_options, now=_utc_now, clock=time.time):
+    params = module.params
+    client = _client(params, client_factory)
+    raw = RecoveryService(client).collect(params["kai_namespace"], params["binder_deployment"])
+    read_at = now()
+    found = find(
+        raw,
+        read_at,
+        namespaces=params.get("namespaces") or [],
+        reservation_namespace=params["reservation_namespace"],
+        min_age_s=params["min_age_s"],
+    )
+    rule = dict(WINDOW_RULE, **{k: v for k, v in (params.get("window_rule") or {}).items() if v})
+    samples = start_latencies(raw["pods"], read_at, rule["lookback_s"], rule["max_samples"])
+    result = {
+        "changed": False,
+        "cluster": params["cluster"],
+        "findings": found["findings"],
+        "notes": found["notes"],
+        "summary": found["summary"],
+        "access": raw["access"],
+        "disposable": raw["disposable"],
+        "binder": ref(raw["binder"]) if raw.get("binder") else None,
+        "window": derive_window(samples, rule, params.get("window_s") or 0),
+        "read_at": read_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "api_calls": client.calls,
+    }
+    if params.get("baseline") is not None:
+        observation = observe(
+            params["baseline"],
+            raw,
+            params.get("interventions") or [],
+            now=read_at,
+            reservation_namespace=params["reservation_namespace"],
+        )
+        started = params.get("observe_started_at")
+        observation["elapsed_s"] = round(clock() - float(started), 1) if started else 0.0
+        result["observation"] = observation
+    module.exit_json(**result)
+
+
+def run_recovery_apply(module, client_factory=RecoveryClient.from_options, clock=_utc_now):
+    params = module.params
+    planned, idle = plan(
+        params["findings"],
+        params["steps"],
+        binder=params.get("binder"),
+        kai_namespace=params["kai_namespace"],
+        namespaces=params.get("namespaces") or [],
+    )
+    if not planned:
+        module.exit_json(changed=False, interventions=[], idle_steps=idle, journal=None)
+    root = resolve_evidence_dir(params.get("evidence_dir"))
+    journal = InterventionJournal(EvidenceWriter(root)) if root else None
+    applier = RecoveryApplier(
+        _client(params, client_factory), journal, params["cluster"], params["task"], clock
+    )
+    done = applier.apply(planned, check_mode=module.check_mode)
+    module.exit_json(
+        changed=any(d["outcome"] in ("deleted", "restarted") for d in done),
+        interventions=done,
+        idle_steps=idle,
+        journal=journal.path,
+    )
+
+
+def run_recovery_report(module, now=_utc_now):
+    params = module.params
+    root = resolve_evidence_dir(params.get("evidence_dir"))
+    report = build(
+        params["clusters"],
+        now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        run_id=os.path.basename(root) if root else None,
+    )
+    files = []
+    if root is None:
+        module.warn(NO_EVIDENCE_WARNING)
+    else:
+        writer = EvidenceWriter(root)
+        files.append(writer.write_json("recovery.json", report))
+        files.append(writer.write_text("recovery.md", render_markdown(report)))
+    module.exit_json(
+        changed=False,
+        summary=report["summary"],
+        clusters={
+            name: {
+                "status": e["status"],
+                "prevention": e["prevention"]["line"],
+                "remediation": e["remediation"]["line"],
+                "unrecovered_after_intervention": e["unrecovered_after_intervention"],
+            }
+            for name, e in report["clusters"].items()
+        },
+        files=files,
+        evidence_dir=root,
+    )
+

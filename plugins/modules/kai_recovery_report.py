@@ -1,0 +1,88 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_recovery_report
+short_description: Write recovery.json and recovery.md into the run's evidence folder
+version_added: 0.1.0
+author:
+  - kaiops contributors
+description:
+  - From each cluster's C(kai_recovery__output) - findings with classification and evidence,
+    interventions (recorded, then applied), the observation's verdicts - writes C(recovery.json)
+    (schema C(kaiops.report/v1), kind C(recovery)) and C(recovery.md).
+  - Per cluster, a line on the B(prevention of recurrence) (the binder version read by
+    kai_inventory_facts against the affected range) kept apart from the B(remediation of
+    existing damage) (what was found, applied and recovered).
+  - Touches no cluster.
+extends_documentation_fragment:
+  - kaiops.runbooks.evidence
+options:
+  clusters:
+    description: Cluster name to that cluster's C(kai_recovery__output).
+    type: dict
+    required: true
+attributes:
+  check_mode:
+    support: full
+    details: Writes evidence only; the same under C(--check), always C(changed=false).
+"""
+
+EXAMPLES = r"""
+- name: Write the recovery report
+  kaiops.runbooks.kai_recovery_report:
+    clusters: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'kai_recovery__output'))) }}"
+"""
+
+RETURN = r"""
+summary:
+  description: C(clusters), C(failed), C(findings), C(interventions_applied), C(unrecovered_after_intervention).
+  returned: success
+  type: dict
+clusters:
+  description: Per cluster C(status), C(prevention) and C(remediation) lines, C(unrecovered_after_intervention).
+  returned: success
+  type: dict
+files:
+  description: Files written, relative to RV(evidence_dir).
+  returned: success
+  type: list
+  elements: str
+evidence_dir:
+  description: The evidence folder, or null when none was known.
+  returned: success
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_runner import (
+    run_recovery_report,
+)
+
+
+def argspec():
+    return merge_specs(EVIDENCE_ARG_SPEC, {"clusters": {"type": "dict", "required": True}})
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    try:
+        run_recovery_report(module)
+    except KaiopsError as exc:
+        module.fail_json(msg=exc.msg, **exc.result())
+
+
+if __name__ == "__main__":
+    main()
