@@ -284,7 +284,8 @@ def find(raw, now, namespaces=(), reservation_namespace=RESERVATION_NAMESPACE, m
         evidence = []
         if fraction:
             evidence.append(
-                "annotation gpu-fraction=%s (GPU-sharing path)" % _annotations(pod)[FRACTION_ANNOTATION]
+                "annotation gpu-fraction=%s (GPU-sharing path)"
+                % _annotations(pod)[FRACTION_ANNOTATION]
             )
         if bind_failed:
             evidence.append(
@@ -299,7 +300,11 @@ def find(raw, now, namespaces=(), reservation_namespace=RESERVATION_NAMESPACE, m
             status = br.get("status") or {}
             evidence.append(
                 "BindRequest %s phase Failed (failedAttempts %s): %s"
-                % (_meta(br).get("name"), status.get("failedAttempts"), _short(status.get("reason")))
+                % (
+                    _meta(br).get("name"),
+                    status.get("failedAttempts"),
+                    _short(status.get("reason")),
+                )
             )
         texts = [str((b.get("status") or {}).get("reason") or "") for b in brs]
         if bind_failed:
@@ -308,7 +313,8 @@ def find(raw, now, namespaces=(), reservation_namespace=RESERVATION_NAMESPACE, m
         if fraction and (bind_failed or brs):
             classification = NIL_MAP if nil_map else OTHER_BIND_ERROR
             evidence.append(
-                "'%s' in the failure: the binder panic on a ConfigMap with nil data" % NIL_MAP_REASON
+                "'%s' in the failure: the binder panic on a ConfigMap with nil data"
+                % NIL_MAP_REASON
                 if nil_map
                 else "the failure does not say '%s': a bind error, not shown to be this panic"
                 % NIL_MAP_REASON
@@ -390,7 +396,9 @@ def find(raw, now, namespaces=(), reservation_namespace=RESERVATION_NAMESPACE, m
             "pod %s: %s"
             % (
                 spec.get("podName"),
-                "gone" if pod is None else ("bound to " + pod["spec"]["nodeName"])
+                "gone"
+                if pod is None
+                else ("bound to " + pod["spec"]["nodeName"])
                 if is_bound(pod)
                 else "not bound",
             ),
@@ -430,15 +438,20 @@ def find(raw, now, namespaces=(), reservation_namespace=RESERVATION_NAMESPACE, m
         ]
         if RESERVE_INDEX_ANNOTATION in _annotations(pod):
             evidence.append(
-                "annotation %s=%s" % (RESERVE_INDEX_ANNOTATION, _annotations(pod)[RESERVE_INDEX_ANNOTATION])
+                "annotation %s=%s"
+                % (RESERVE_INDEX_ANNOTATION, _annotations(pod)[RESERVE_INDEX_ANNOTATION])
             )
         if group in failed_groups:
             classification = STALE
-            evidence.append("the group of a failed bind (%s): its rollback was skipped" % failed_groups[group])
+            evidence.append(
+                "the group of a failed bind (%s): its rollback was skipped" % failed_groups[group]
+            )
         else:
             classification = UNDETERMINED
             evidence.append(
-                (br_note + " for this group") if br_note else "no failed bind on record for this group"
+                (br_note + " for this group")
+                if br_note
+                else "no failed bind on record for this group"
             )
         findings.append(
             _finding(
@@ -492,7 +505,9 @@ def find(raw, now, namespaces=(), reservation_namespace=RESERVATION_NAMESPACE, m
                 % (_meta(owner).get("name"), SHARED_CM_ANNOTATION, named_by)
             )
         if single_pod_owner:
-            evidence.append("single owner: Pod %s (uid %s)" % (owners[0].get("name"), owners[0].get("uid")))
+            evidence.append(
+                "single owner: Pod %s (uid %s)" % (owners[0].get("name"), owners[0].get("uid"))
+            )
         if owner is None:
             evidence.append("owner pod %s is gone" % owners[0].get("name"))
         else:
@@ -663,7 +678,11 @@ def plan(findings, steps, binder=None, kai_namespace="kai-scheduler", namespaces
     planned, idle = [], []
     for step in steps:
         if step not in STEPS:
-            raise KaiopsError("Failed to plan recovery step %r: unknown step; use one of %s" % (step, sorted(STEPS)), status="invalid_input")
+            raise KaiopsError(
+                "Failed to plan recovery step %r: unknown step; use one of %s"
+                % (step, sorted(STEPS)),
+                status="invalid_input",
+            )
     for step in [s for s in STEPS if s in steps]:
         kind = STEPS[step]
         if kind is None:
@@ -731,7 +750,12 @@ def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RES
     groups_in_use = {}
     for p in pods:
         group = _labels(p).get(GPU_GROUP_LABEL)
-        if group and is_bound(p) and is_live(p) and _meta(p).get("namespace") != reservation_namespace:
+        if (
+            group
+            and is_bound(p)
+            and is_live(p)
+            and _meta(p).get("namespace") != reservation_namespace
+        ):
             groups_in_use.setdefault(group, p)
     deleted = {}
     for item in interventions or []:
@@ -754,7 +778,11 @@ def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RES
                 pod = pods_by_key.get("%s/%s" % (obj["namespace"], finding.get("pod")))
             verdict, at, why = _pod_outcome(pod)
             if finding["kind"] == "failed_bindrequest":
-                gone = "the BindRequest is gone" if current is None else "the BindRequest is still there"
+                gone = (
+                    "the BindRequest is gone"
+                    if current is None
+                    else "the BindRequest is still there"
+                )
                 why = "%s; %s" % (gone, why)
         elif finding["kind"] == "stale_reservation_pod":
             user = groups_in_use.get(finding.get("gpu_group"))
@@ -768,8 +796,12 @@ def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RES
                 verdict, at, why = "not_recovered", None, "still there, its GPU group unused"
         elif finding["kind"] == "orphan_configmap":
             owner = next(
-                (p for p in pods if _meta(p).get("namespace") == obj["namespace"]
-                 and _meta(p).get("name") == finding.get("owner_pod")),
+                (
+                    p
+                    for p in pods
+                    if _meta(p).get("namespace") == obj["namespace"]
+                    and _meta(p).get("name") == finding.get("owner_pod")
+                ),
                 None,
             )
             if current is None:
@@ -800,12 +832,17 @@ def _pod_outcome(pod):
     if is_bound(pod):
         cond = condition(pod, "PodScheduled") or {}
         bound = condition(pod, "PodBound") or {}
-        at = (bound.get("lastTransitionTime") if bound.get("status") == "True" else None) or cond.get(
-            "lastTransitionTime"
-        )
-        return "recovered", at, "bound to %s (PodScheduled since %s)" % (
-            pod["spec"]["nodeName"],
-            cond.get("lastTransitionTime"),
+        at = (
+            bound.get("lastTransitionTime") if bound.get("status") == "True" else None
+        ) or cond.get("lastTransitionTime")
+        return (
+            "recovered",
+            at,
+            "bound to %s (PodScheduled since %s)"
+            % (
+                pod["spec"]["nodeName"],
+                cond.get("lastTransitionTime"),
+            ),
         )
     cond = condition(pod, "PodBound") or condition(pod, "PodScheduled")
     state = (

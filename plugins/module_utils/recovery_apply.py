@@ -211,7 +211,11 @@ class RecoveryApplier(object):
                     target["kind"],
                     target["name"],
                     target["namespace"],
-                    {"spec": {"template": {"metadata": {"annotations": {RESTART_ANNOTATION: now}}}}},
+                    {
+                        "spec": {
+                            "template": {"metadata": {"annotations": {RESTART_ANNOTATION: now}}}
+                        }
+                    },
                     resource_version,
                 )
                 return "restarted", "template annotation %s=%s" % (RESTART_ANNOTATION, now), None
@@ -225,4 +229,3 @@ class RecoveryApplier(object):
             "Failed to apply %s: unknown action %r" % (ident, item["action"]),
             status=STATUS_INVALID,
         )
-

@@ -19,8 +19,8 @@ __metaclass__ = type
 import json
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.client import (
-    ACCEPT_JSON,
     _HTTP_STATUS,
+    ACCEPT_JSON,
     KubeClient,
     _api_message,
     _reason,

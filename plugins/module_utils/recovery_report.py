@@ -46,7 +46,8 @@ def prevention(inventory, kai_namespace="kai-scheduler"):
         out["line"] = (
             "NOT prevented: binder %s is in the affected range %s - the failure recurs on any "
             "GPU-sharing pod whose ConfigMap exists with no data; recovery does not change that, "
-            "upgrading the binder to v0.16.14 or later does (rollout.yml)" % (out["binder_version"], rng)
+            "upgrading the binder to v0.16.14 or later does (rollout.yml)"
+            % (out["binder_version"], rng)
         )
     else:
         out["line"] = (
@@ -64,14 +65,20 @@ def remediation(findings, interventions, outcomes):
     verdicts = {}
     for outcome in outcomes:
         verdicts[outcome["verdict"]] = verdicts.get(outcome["verdict"], 0) + 1
-    line = "%d finding(s)%s; %d intervention(s) applied%s; recovered %d, not recovered %d, not applicable %d" % (
-        len(findings),
-        " (" + ", ".join("%s %d" % kv for kv in sorted(by_class.items())) + ")" if by_class else "",
-        len(applied),
-        " (" + ", ".join(sorted({i["step"] for i in applied})) + ")" if applied else "",
-        verdicts.get("recovered", 0),
-        verdicts.get("not_recovered", 0),
-        verdicts.get("not_applicable", 0),
+    line = (
+        "%d finding(s)%s; %d intervention(s) applied%s; "
+        "recovered %d, not recovered %d, not applicable %d"
+        % (
+            len(findings),
+            " (" + ", ".join("%s %d" % kv for kv in sorted(by_class.items())) + ")"
+            if by_class
+            else "",
+            len(applied),
+            " (" + ", ".join(sorted({i["step"] for i in applied})) + ")" if applied else "",
+            verdicts.get("recovered", 0),
+            verdicts.get("not_recovered", 0),
+            verdicts.get("not_applicable", 0),
+        )
     )
     return {
         "line": line,
@@ -89,7 +96,9 @@ def unrecovered_acted_on(entry):
         if item.get("outcome") in ("deleted", "restarted"):
             acted.update(item.get("findings") or [])
     outcomes = (entry.get("observation") or {}).get("outcomes") or []
-    return [o["finding"] for o in outcomes if o["finding"] in acted and o["verdict"] == "not_recovered"]
+    return [
+        o["finding"] for o in outcomes if o["finding"] in acted and o["verdict"] == "not_recovered"
+    ]
 
 
 def build(clusters, generated_at, run_id=None):
@@ -101,7 +110,9 @@ def build(clusters, generated_at, run_id=None):
         interventions = entry.get("interventions") or []
         outcomes = (entry.get("observation") or {}).get("outcomes") or []
         entry["status"] = status
-        entry["prevention"] = prevention(entry.get("inventory"), entry.get("kai_namespace") or "kai-scheduler")
+        entry["prevention"] = prevention(
+            entry.get("inventory"), entry.get("kai_namespace") or "kai-scheduler"
+        )
         entry["remediation"] = remediation(findings, interventions, outcomes)
         entry["unrecovered_after_intervention"] = unrecovered_acted_on(entry)
         entry.pop("inventory", None)
@@ -110,7 +121,9 @@ def build(clusters, generated_at, run_id=None):
         "clusters": len(out),
         "failed": sorted(n for n, e in out.items() if e["status"] in FAILED_STATUSES),
         "findings": sum(len(e.get("findings") or []) for e in out.values()),
-        "interventions_applied": sum(e["remediation"]["interventions_applied"] for e in out.values()),
+        "interventions_applied": sum(
+            e["remediation"]["interventions_applied"] for e in out.values()
+        ),
         "unrecovered_after_intervention": sorted(
             n for n, e in out.items() if e["unrecovered_after_intervention"]
         ),
@@ -137,7 +150,8 @@ def render_markdown(report):
         "",
         "Generated %s, run `%s`." % (report["generated_at"], report.get("run_id") or "-"),
         "",
-        "| cluster | status | findings | interventions applied | recovered | not recovered | not applicable |",
+        "| cluster | status | findings | interventions applied | recovered | not recovered "
+        "| not applicable |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, entry in report["clusters"].items():
@@ -179,7 +193,9 @@ def render_markdown(report):
         lines += ["", "### Findings", ""]
         findings = entry.get("findings") or []
         if not findings:
-            lines.append("None found in what could be read (see the notes above for what could not).")
+            lines.append(
+                "None found in what could be read (see the notes above for what could not)."
+            )
         else:
             lines += [
                 "| finding | classification | since | evidence |",
@@ -188,15 +204,25 @@ def render_markdown(report):
             for f in findings:
                 lines.append(
                     "| `%s` | %s | %s | %s |"
-                    % (f["id"], f["classification"], _cell(f.get("since")), _cell("; ".join(f["evidence"])))
+                    % (
+                        f["id"],
+                        f["classification"],
+                        _cell(f.get("since")),
+                        _cell("; ".join(f["evidence"])),
+                    )
                 )
-        lines += ["", "### Interventions (each recorded in interventions.jsonl before it was applied)", ""]
+        lines += [
+            "",
+            "### Interventions (each recorded in interventions.jsonl before it was applied)",
+            "",
+        ]
         interventions = entry.get("interventions") or []
         if not interventions:
             lines.append("None applied.")
         else:
             lines += [
-                "| id | step | object | recorded (seq, at) | applied (seq, at) | outcome | snapshot |",
+                "| id | step | object | recorded (seq, at) | applied (seq, at) | outcome "
+                "| snapshot |",
                 "|---|---|---|---|---|---|---|",
             ]
             for i in interventions:
@@ -209,8 +235,16 @@ def render_markdown(report):
                         t["kind"],
                         t.get("namespace") or "",
                         t["name"],
-                        _cell("#%s %s" % (i["recorded_seq"], i["recorded_at"]) if i.get("recorded_seq") else None),
-                        _cell("#%s %s" % (i["applied_seq"], i["applied_at"]) if i.get("applied_seq") else None),
+                        _cell(
+                            "#%s %s" % (i["recorded_seq"], i["recorded_at"])
+                            if i.get("recorded_seq")
+                            else None
+                        ),
+                        _cell(
+                            "#%s %s" % (i["applied_seq"], i["applied_at"])
+                            if i.get("applied_seq")
+                            else None
+                        ),
                         i["outcome"],
                         _cell(i.get("reason")),
                         _cell(i.get("snapshot")),
@@ -236,7 +270,8 @@ def render_markdown(report):
             lines += ["", "| finding | verdict | at | why |", "|---|---|---|---|"]
             for o in obs.get("outcomes") or []:
                 lines.append(
-                    "| `%s` | %s | %s | %s |" % (o["finding"], o["verdict"], _cell(o.get("at")), _cell(o["why"]))
+                    "| `%s` | %s | %s | %s |"
+                    % (o["finding"], o["verdict"], _cell(o.get("at")), _cell(o["why"]))
                 )
         else:
             lines.append("Not observed (the run stopped before).")

@@ -54,7 +54,9 @@ def _client(params, factory):
     )
 
 
-def run_recovery_facts(module, client_factory=RecoveryClient.from_options, now=_utc_now, clock=time.time):
+def run_recovery_facts(
+    module, client_factory=RecoveryClient.from_options, now=_utc_now, clock=time.time
+):
     params = module.params
     client = _client(params, client_factory)
     raw = RecoveryService(client).collect(params["kai_namespace"], params["binder_deployment"])
@@ -150,4 +152,3 @@ def run_recovery_report(module, now=_utc_now):
         files=files,
         evidence_dir=root,
     )
-

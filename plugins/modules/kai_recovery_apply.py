@@ -28,7 +28,8 @@ description:
     preconditions on the recorded UID and resourceVersion; append the outcome line.
   - Never a collection or label-selector delete; only objects named in O(findings), within
     O(namespaces) when given.
-  - Fails, changing nothing, when there is something to apply and no evidence folder to record it in.
+  - Fails, changing nothing, when there is something to apply and no evidence folder to record
+    it in.
 extends_documentation_fragment:
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.evidence
@@ -46,7 +47,11 @@ options:
     description: The enabled steps; empty means nothing is done.
     type: list
     elements: str
-    choices: [delete_failed_bindrequests, delete_stale_reservation_pods, delete_orphan_configmaps, restart_binder]
+    choices:
+      - delete_failed_bindrequests
+      - delete_stale_reservation_pods
+      - delete_orphan_configmaps
+      - restart_binder
     default: []
   namespaces:
     description: Act only on objects in these namespaces; empty means every finding's namespace.
@@ -58,7 +63,8 @@ options:
     type: str
     default: kai-scheduler
   binder:
-    description: The binder Deployment as RV(kaiops.runbooks.kai_recovery_facts#module:binder) returns it.
+    description:
+      - The binder Deployment as RV(kaiops.runbooks.kai_recovery_facts#module:binder) returns it.
     type: dict
   task:
     description: The task that applies the steps, recorded with every intervention.
@@ -67,7 +73,9 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Under C(--check) nothing is written to the cluster; each planned intervention is journaled as C(not_applied).
+    details:
+      - Under C(--check) nothing is written to the cluster; each planned intervention is
+        journaled as C(not_applied).
 seealso:
   - module: kaiops.runbooks.kai_recovery_facts
 """
@@ -84,10 +92,10 @@ EXAMPLES = r"""
 RETURN = r"""
 interventions:
   description:
-    - One entry per planned intervention - C(id), C(step), C(action), C(target), C(findings), C(why),
-      C(task), C(outcome) (V(deleted), V(restarted), V(skipped), V(conflict), V(gone), V(failed),
-      V(not_applied)), C(recorded_seq), C(recorded_at), C(applied_seq), C(applied_at),
-      C(deletion_timestamp), C(snapshot), C(snapshot_sha256).
+    - One entry per planned intervention - C(id), C(step), C(action), C(target), C(findings),
+      C(why), C(task), C(outcome) (V(deleted), V(restarted), V(skipped), V(conflict), V(gone),
+      V(failed), V(not_applied)), C(recorded_seq), C(recorded_at), C(applied_seq),
+      C(applied_at), C(deletion_timestamp), C(snapshot), C(snapshot_sha256).
   returned: success
   type: list
   elements: dict

@@ -106,7 +106,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description: One entry per object found; C(id), C(kind), C(object), C(classification), C(evidence), C(step), C(since).
+  description:
+    - One entry per object found; C(id), C(kind), C(object), C(classification), C(evidence),
+      C(step), C(since).
   returned: success
   type: list
   elements: dict
@@ -132,7 +134,9 @@ window:
   returned: success
   type: dict
 observation:
-  description: With O(baseline) - C(outcomes) (finding, verdict, at, why), C(pending), C(summary), C(read_at), C(elapsed_s).
+  description:
+    - With O(baseline) - C(outcomes) (finding, verdict, at, why), C(pending), C(summary),
+      C(read_at), C(elapsed_s).
   returned: when baseline is given
   type: dict
 """

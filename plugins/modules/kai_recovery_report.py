@@ -37,16 +37,22 @@ attributes:
 EXAMPLES = r"""
 - name: Write the recovery report
   kaiops.runbooks.kai_recovery_report:
-    clusters: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'kai_recovery__output'))) }}"
+    clusters: >-
+      {{ dict(ansible_play_hosts_all
+              | zip(ansible_play_hosts_all | map('extract', hostvars, 'kai_recovery__output'))) }}
 """
 
 RETURN = r"""
 summary:
-  description: C(clusters), C(failed), C(findings), C(interventions_applied), C(unrecovered_after_intervention).
+  description:
+    - C(clusters), C(failed), C(findings), C(interventions_applied),
+      C(unrecovered_after_intervention).
   returned: success
   type: dict
 clusters:
-  description: Per cluster C(status), C(prevention) and C(remediation) lines, C(unrecovered_after_intervention).
+  description:
+    - Per cluster C(status), C(prevention) and C(remediation) lines,
+      C(unrecovered_after_intervention).
   returned: success
   type: dict
 files:

@@ -1,0 +1,124 @@
+"""module_utils/recovery_report.py: prevention kept apart from remediation; the Markdown."""
+
+import pytest
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_report import (
+    build,
+    prevention,
+    render_markdown,
+    unrecovered_acted_on,
+)
+
+
+def inventory(installed=True, version="v0.16.13", in_range=True):
+    return {
+        "kai": {"installed": installed, "version": version},
+        "exposure": {
+            "affected_range": ">=0.16.9,<0.16.14",
+            "version_in_range": in_range,
+            "verdict": "exposed",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "inv, starts",
+    [
+        (inventory(), "NOT prevented: binder v0.16.13 is in the affected range"),
+        (inventory(version="v0.16.14", in_range=False), "prevented: binder v0.16.14 is outside"),
+        (
+            inventory(installed=False, version=None, in_range=None),
+            "not assessable: KAI is not installed",
+        ),
+        (
+            inventory(version=None, in_range=None),
+            "unknown: the binder image has no readable version tag",
+        ),
+        ({}, "not assessed: the KAI inventory could not be read"),
+    ],
+)
+def test_prevention_line(inv, starts):
+    assert prevention(inv)["line"].startswith(starts)
+
+
+def entry(outcomes, interventions):
+    return {
+        "status": "ok",
+        "findings": [
+            {
+                "id": o["finding"],
+                "classification": "nil_map_panic",
+                "evidence": ["e"],
+                "since": None,
+            }
+            for o in outcomes
+        ],
+        "interventions": interventions,
+        "observation": {"outcomes": outcomes, "window_s": 30, "watched": True},
+        "inventory": inventory(),
+    }
+
+
+def test_unrecovered_counts_only_what_an_applied_intervention_acted_on():
+    outcomes = [
+        {"finding": "a", "verdict": "not_recovered", "why": "w"},
+        {"finding": "b", "verdict": "not_recovered", "why": "w"},
+        {"finding": "c", "verdict": "recovered", "why": "w"},
+    ]
+    interventions = [
+        {
+            "id": "x:001",
+            "step": "delete_orphan_configmaps",
+            "outcome": "deleted",
+            "findings": ["a", "c"],
+            "target": {"kind": "ConfigMap", "name": "n"},
+        },
+        {
+            "id": "x:002",
+            "step": "delete_orphan_configmaps",
+            "outcome": "conflict",
+            "findings": ["b"],
+            "target": {"kind": "ConfigMap", "name": "m"},
+        },
+    ]
+    assert unrecovered_acted_on(entry(outcomes, interventions)) == ["a"]
+
+
+def test_report_separates_prevention_and_remediation():
+    outcomes = [
+        {"finding": "a", "verdict": "recovered", "why": "gone", "at": "2026-11-30T12:00:00Z"}
+    ]
+    interventions = [
+        {
+            "id": "x:001",
+            "step": "delete_orphan_configmaps",
+            "outcome": "deleted",
+            "findings": ["a"],
+            "reason": "DELETE accepted",
+            "target": {"kind": "ConfigMap", "namespace": "team-a", "name": "n"},
+            "recorded_seq": 1,
+            "recorded_at": "t1",
+            "applied_seq": 2,
+            "applied_at": "t2",
+            "snapshot": "interventions/x/001.json",
+        }
+    ]
+    report = build({"x": entry(outcomes, interventions)}, "2026-11-30T12:00:00Z", run_id="r1")
+    md = render_markdown(report)
+    assert "- **Prevention of recurrence**: NOT prevented: binder v0.16.13" in md
+    assert (
+        "- **Remediation of existing damage**: 1 finding(s) (nil_map_panic 1); "
+        "1 intervention(s) applied (delete_orphan_configmaps); recovered 1" in md
+    )
+    assert (
+        "| x:001 | delete_orphan_configmaps | ConfigMap team-a/n | #1 t1 | #2 t2 "
+        "| deleted: DELETE accepted |" in md
+    )
+    assert report["summary"]["interventions_applied"] == 1
+    assert report["summary"]["unrecovered_after_intervention"] == []
+
+
+def test_report_names_a_refused_cluster_as_failed():
+    report = build({"x": {"status": "refused", "error": "Refusing x"}, "y": {"status": "ok"}}, "t")
+    assert report["summary"]["failed"] == ["x"]
+    assert "**REFUSED**: Refusing x" in render_markdown(report)
