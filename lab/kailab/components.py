@@ -290,7 +290,7 @@ def kubelet(cfg: LabConfig, bins: Binaries, gpu_devices: int = 2) -> Component:
         "maxPods": 110,
         "podPidsLimit": 4096,
         "nodeStatusReportFrequency": "10s",
-        "nodeStatusUpdateFrequency": "10s",
+        "nodeStatusUpdateFrequency": "4s",
         "syncFrequency": "10s",
         "fileCheckFrequency": "10s",
         "volumeStatsAggPeriod": "1m",
