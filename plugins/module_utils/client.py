@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Client layer: Kubernetes API I/O only (GET and LIST), no decisions.
+"""Client layer: Kubernetes API I/O only (GET and LIST; ``request`` for writes), no decisions.
 
 Talks to the API server with the ``kubernetes`` Python client's configuration and
 connection pool, but builds paths itself: one discovery GET per apiVersion (cached)
@@ -44,6 +44,8 @@ ACCEPT_JSON = "application/json"
 ACCEPT_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," + ACCEPT_JSON
 
 _HTTP_STATUS = {401: STATUS_UNAUTHORIZED, 403: STATUS_FORBIDDEN, 404: STATUS_NOT_FOUND}
+# What a request does to its object, as its failure message says it.
+_VERBS = {"GET": "read", "DELETE": "delete", "PATCH": "patch"}
 
 
 def group_version_path(api_version):
@@ -90,7 +92,7 @@ def load_api_client(kubeconfig=None, context=None):
 
 
 class KubeClient(object):
-    """GET/LIST against one API server. ``calls`` counts HTTP requests made."""
+    """GET/LIST against one API server. ``calls`` counts HTTP requests, ``seconds`` their time."""
 
     def __init__(self, api_client, request_timeout=30, clock=time.monotonic):
         self._api = api_client
@@ -108,34 +110,45 @@ class KubeClient(object):
     def host(self):
         return self._api.configuration.host
 
-    def get(self, path, query=None, accept=ACCEPT_JSON, what=None):
-        """GET path and return the decoded JSON body."""
-        what = what or path
+    def request(
+        self, method, path, what, body=None, query=None, accept=ACCEPT_JSON, content_type=None
+    ):
+        """One HTTP request; returns the decoded JSON answer. ``what`` names the object.
+
+        Failures read "Failed to reach the API server at <host> for <what>" (a read) or "... to
+        <verb> <what>" (a write), and "Failed to <verb> <what>: HTTP <status> <message>".
+        """
+        verb = _VERBS[method]
+        purpose = "for " + what if method == "GET" else "to %s %s" % (verb, what)
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = content_type or ACCEPT_JSON
         started = self._clock()
         self.calls += 1
         try:
-            method, url, headers, _body, _post = self._api.param_serialize(
-                "GET",
+            http_method, url, headers, data, _post = self._api.param_serialize(
+                method,
                 path,
                 query_params=[(k, v) for k, v in (query or {}).items() if v not in (None, "")],
-                header_params={"Accept": accept},
+                header_params=headers,
+                body=body,
                 auth_settings=["BearerToken"],
             )
             response = self._api.call_api(
-                method, url, header_params=headers, _request_timeout=self._timeout
+                http_method, url, header_params=headers, body=data, _request_timeout=self._timeout
             )
-            body = response.read()
+            raw = response.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise KaiopsError(
-                "Failed to reach the API server at %s for %s: %s"
-                % (self.host, what, _short(_reason(exc))),
+                "Failed to reach the API server at %s %s: %s"
+                % (self.host, purpose, _short(_reason(exc))),
                 status=STATUS_UNREACHABLE,
             ) from exc
         except k8s_client.exceptions.ApiException as exc:
             # The client raises status 0 for TLS failures: the server cannot be trusted/reached.
             raise KaiopsError(
-                "Failed to reach the API server at %s for %s: %s"
-                % (self.host, what, _short(exc.reason)),
+                "Failed to reach the API server at %s %s: %s"
+                % (self.host, purpose, _short(exc.reason)),
                 status=STATUS_UNREACHABLE
                 if not exc.status
                 else _HTTP_STATUS.get(exc.status, STATUS_ERROR),
@@ -145,16 +158,23 @@ class KubeClient(object):
             self.seconds += self._clock() - started
         if not 200 <= response.status < 300:
             raise KaiopsError(
-                "Failed to read %s: HTTP %s %s" % (what, response.status, _api_message(body)),
+                "Failed to %s %s: HTTP %s %s" % (verb, what, response.status, _api_message(raw)),
                 status=_HTTP_STATUS.get(response.status, STATUS_ERROR),
                 http_status=response.status,
             )
         try:
-            return json.loads(body)
+            return json.loads(raw)
         except ValueError as exc:
+            if method != "GET":
+                # The server accepted the write (2xx): an unreadable answer does not undo it.
+                return {}
             raise KaiopsError(
                 "Failed to decode %s: the API server did not answer JSON" % what
             ) from exc
+
+    def get(self, path, query=None, accept=ACCEPT_JSON, what=None):
+        """GET path and return the decoded JSON body."""
+        return self.request("GET", path, what or path, query=query, accept=accept)
 
     def server_version(self):
         return self.get("/version", what="the server version")
