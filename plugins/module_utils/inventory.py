@@ -22,12 +22,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
-    STATUS_FORBIDDEN,
-    STATUS_NOT_FOUND,
-    STATUS_UNAUTHORIZED,
-    KaiopsError,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.access import read_optional
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
     image_tag,
     in_range,
@@ -64,18 +59,7 @@ class InventoryService(object):
 
     def _optional(self, access, section, read):
         """Run read(); record 'ok', 'forbidden' or 'absent' for the section."""
-        try:
-            value = read()
-        except KaiopsError as exc:
-            if exc.status in (STATUS_FORBIDDEN, STATUS_UNAUTHORIZED):
-                access[section] = "forbidden"
-                return None
-            if exc.status == STATUS_NOT_FOUND:
-                access[section] = "absent"
-                return None
-            raise
-        access[section] = "ok"
-        return value
+        return read_optional(access, section, read, not_found="absent")
 
     def collect(self, namespace, release_name=None):
         """Every read the inventory needs, in one dict; see module docstring for failures."""

@@ -26,12 +26,8 @@ __metaclass__ = type
 import datetime
 import re
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
-    STATUS_FORBIDDEN,
-    STATUS_NOT_FOUND,
-    STATUS_UNAUTHORIZED,
-    KaiopsError,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.access import read_optional
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import (
     NIL_MAP_REASON,
     SHARED_CM_ANNOTATION,
@@ -83,18 +79,8 @@ class RecoveryService(object):
         self._client = client
 
     def _optional(self, access, section, read):
-        try:
-            value = read()
-        except KaiopsError as exc:
-            if exc.status in (STATUS_FORBIDDEN, STATUS_UNAUTHORIZED):
-                access[section] = "forbidden"
-                return None
-            if exc.status == STATUS_NOT_FOUND:
-                access[section] = "not_served"
-                return None
-            raise
-        access[section] = "ok"
-        return value
+        """Run read(); record 'ok', 'forbidden' or 'not_served' for the section."""
+        return read_optional(access, section, read, not_found="not_served")
 
     def collect(self, kai_namespace="kai-scheduler", binder_deployment="binder"):
         """Every read recovery needs, in one dict. One LIST per kind, never one per object."""

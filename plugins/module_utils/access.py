@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Service-layer helper: an optional read whose refusal is recorded, not fatal."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
+    STATUS_FORBIDDEN,
+    STATUS_NOT_FOUND,
+    STATUS_UNAUTHORIZED,
+    KaiopsError,
+)
+
+
+def read_optional(access, section, read, not_found):
+    """Run read(); record 'ok', 'forbidden' or the ``not_found`` label in access[section].
+
+    A 401/403 or a 404 (an API or object the cluster does not serve) returns None; any
+    other KaiopsError is raised.
+    """
+    try:
+        value = read()
+    except KaiopsError as exc:
+        if exc.status in (STATUS_FORBIDDEN, STATUS_UNAUTHORIZED):
+            access[section] = "forbidden"
+            return None
+        if exc.status == STATUS_NOT_FOUND:
+            access[section] = not_found
+            return None
+        raise
+    access[section] = "ok"
+    return value
