@@ -9,14 +9,21 @@ export KAIOPS_CACHE
 include mk/python.mk
 include mk/lab.mk
 
-.PHONY: help test drill molecule
+.PHONY: help test drill molecule go-lint
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 GO_MODULES_TESTED := tools/gpuprobe lab/fakegpu
 
+GO_MODULES_OWN := $(GO_MODULES_TESTED) lab/build/etcd
+
+go-lint: ## gofmt and go vet over our own Go code
+	@out=$$(gofmt -l $(GO_MODULES_OWN)); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	@for m in $(GO_MODULES_OWN); do (cd $$m && go vet ./...) || exit 1; done
+
 test: venv lab-deps ## set up everything and run the whole suite (CI runs exactly this)
 	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory go-lint
 	$(MAKE) --no-print-directory unit
 	@for m in $(GO_MODULES_TESTED); do (cd $$m && go test ./...) || exit 1; done
 	cd tools/gpuprobe && CGO_ENABLED=1 go test -tags cuda ./...
