@@ -33,8 +33,9 @@ BUSYBOX_BIN = Path("/bin/busybox")  # Debian package busybox-static (static bina
 BUSYBOX_VERSION = "1.35.0"  # upstream part of the pinned busybox-static (lab/versions.yaml)
 BUSYBOX_REF = f"docker.io/library/busybox:kaiops-{BUSYBOX_VERSION}"
 
-# TODO: the tag of the image KAI's resource-reservation pods use, read from the binder's
-# reservation pod image default for the KAI version under test; "latest" until then.
+# Under --fake-gpu-nodes KAI's binder starts reservation pods as image "ubuntu" with no
+# tag, so the name resolves to ubuntu:latest (docs/kai-versions.md cites the source line,
+# read at v0.16.8; recheck at the pair under test once the module is served).
 UBUNTU_TAG = "latest"
 UBUNTU_REF = f"docker.io/library/ubuntu:{UBUNTU_TAG}"
 
