@@ -78,8 +78,7 @@ class FakeAPI:
             def log_message(self, *args):
                 pass
 
-            def do_GET(self):
-                status, body = api.handle(self.path, self.headers)
+            def _answer(self, status, body):
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -87,9 +86,27 @@ class FakeAPI:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _write(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                self._answer(*api.handle_write(method, self.path, self.headers, body))
+
+            def do_GET(self):
+                self._answer(*api.handle(self.path, self.headers))
+
+            def do_DELETE(self):
+                self._write("DELETE")
+
+            def do_PATCH(self):
+                self._write("PATCH")
+
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         return self
+
+    def handle_write(self, method, path, headers, body):
+        """The base fake only reads; subclasses that accept writes override this."""
+        return 405, _status(405, "%s is not served by this fake" % method)
 
     def stop(self):
         if self._server:

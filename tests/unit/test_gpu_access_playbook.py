@@ -6,15 +6,11 @@ that namespace, before any workload is submitted, and the refusal must name the 
 """
 
 import os
-import subprocess
 import sys
 
 import fakeapi
-import yaml
-from conftest import REPO
+import playbook_run
 from test_playbook_inventory import sha256sum_ok
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import ENV_EVIDENCE_DIR
 
 BIN = os.path.dirname(sys.executable)
 
@@ -49,36 +45,10 @@ class DiscoveringFakeAPI(fakeapi.FakeAPI):
         return super().handle(raw_path, headers)
 
 
-def run_playbook(tmp_path, kubeconfig, *args):
+def run_playbook(tmp_path, kubeconfig, *args, playbook="playbooks/gpu_access.yml"):
     inventory = tmp_path / "hosts.yml"
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "kaiops_kubeconfig": kubeconfig,
-    }
-    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"c1": host}}}))
-    env = dict(os.environ)
-    env.pop(ENV_EVIDENCE_DIR, None)
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    env.update(
-        {
-            "KUBECONFIG": "/nonexistent/kubeconfig",  # never the user's own clusters
-            "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
-            "KAIOPS_EVIDENCE_ROOT": str(tmp_path / "evidence"),
-            "HOME": str(tmp_path),  # the dynamic client's discovery cache stays here
-            "ANSIBLE_NOCOLOR": "1",
-        }
-    )
-    done = subprocess.run(
-        [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), "playbooks/gpu_access.yml"]
-        + list(args),
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return done, os.path.realpath(tmp_path / "evidence" / "latest")
+    playbook_run.write_inventory(inventory, {"c1": {"kaiops_kubeconfig": kubeconfig}})
+    return playbook_run.run_playbook(tmp_path, playbook, inventory, *args)
 
 
 def start(objects):

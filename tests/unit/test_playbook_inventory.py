@@ -11,11 +11,8 @@ import socket
 import subprocess
 import sys
 
+import playbook_run
 import pytest
-import yaml
-from conftest import REPO
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import ENV_EVIDENCE_DIR
 
 BIN = os.path.dirname(sys.executable)
 
@@ -52,46 +49,13 @@ def clusters(fake_api, tmp_path):
 
 
 def write_inventory(path, hosts):
-    common = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "kaiops_thresholds": {"max_component_restarts": 5},
-    }
-    data = {"all": {"hosts": {name: dict(common, **hvars) for name, hvars in hosts.items()}}}
-    path.write_text(yaml.safe_dump(data))
+    playbook_run.write_inventory(path, hosts, {"kaiops_thresholds": {"max_component_restarts": 5}})
 
 
 def play(tmp_path, inventory, *args):
-    env = dict(os.environ)
-    env.pop(ENV_EVIDENCE_DIR, None)
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    env["KUBECONFIG"] = "/nonexistent/kubeconfig"  # never the user's own clusters
-    env.update(
-        {
-            "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
-            "KAIOPS_EVIDENCE_ROOT": str(tmp_path / "evidence"),
-            "PATH": BIN + os.pathsep + env.get("PATH", ""),
-            "ANSIBLE_NOCOLOR": "1",
-        }
+    return playbook_run.run_playbook(
+        tmp_path, "playbooks/inventory.yml", inventory, "-e", "kai_inventory_use_helm=false", *args
     )
-    done = subprocess.run(
-        [
-            os.path.join(BIN, "ansible-playbook"),
-            "-i",
-            str(inventory),
-            os.path.join(REPO, "playbooks", "inventory.yml"),
-            "-e",
-            "kai_inventory_use_helm=false",
-            *args,
-        ],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    bundle = os.path.realpath(tmp_path / "evidence" / "latest")
-    return done, bundle
 
 
 def sha256sum_ok(bundle):

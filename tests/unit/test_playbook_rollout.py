@@ -14,17 +14,13 @@ Every run leaves report.json, report.md and junit.xml in a bundle that sha256sum
 import json
 import os
 import stat
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 import fakeapi
+import playbook_run
 import pytest
-import yaml
-from conftest import REPO
 from test_playbook_inventory import events, sha256sum_ok
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import ENV_EVIDENCE_DIR
 
 BIN = os.path.dirname(sys.executable)
 THRESHOLDS = {
@@ -68,31 +64,10 @@ FAKE_HELM = (
 
 def rollout(tmp_path, hosts, *args, path_first=None):
     inventory = tmp_path / "hosts.yml"
-    common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    data = {"all": {"hosts": {n: dict(common, **v) for n, v in hosts.items()}}}
-    inventory.write_text(yaml.safe_dump(data))
-    env = dict(os.environ)
-    env.pop(ENV_EVIDENCE_DIR, None)
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    env["KUBECONFIG"] = "/nonexistent/kubeconfig"  # never the user's own clusters
-    path = [BIN, "/usr/bin", "/bin"]  # no helm unless the test brings one
-    env.update(
-        {
-            "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
-            "KAIOPS_EVIDENCE_ROOT": str(tmp_path / "evidence"),
-            "PATH": os.pathsep.join(([path_first] if path_first else []) + path),
-            "ANSIBLE_NOCOLOR": "1",
-        }
+    playbook_run.write_inventory(inventory, hosts)
+    return playbook_run.run_playbook(
+        tmp_path, "rollout.yml", inventory, *args, path_first=path_first
     )
-    done = subprocess.run(
-        [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), "rollout.yml", *args],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return done, os.path.realpath(tmp_path / "evidence" / "latest")
 
 
 def report_of(bundle):

@@ -10,8 +10,6 @@ import copy
 import glob
 import json
 import os
-import threading
-from http.server import ThreadingHTTPServer
 
 import fakeapi
 import yaml
@@ -32,35 +30,10 @@ class WritableFakeAPI(DiscoveringFakeAPI):
         self.bind_after_cm_delete = bind_after_cm_delete
         self.deletes = []
 
-    def start(self):
-        api = self
-
-        class Handler(fakeapi.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _answer(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._answer(*api.handle(self.path, self.headers))
-
-            def do_DELETE(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                self._answer(*api.handle_delete(self.path, self.headers, body))
-
-            def do_PATCH(self):
-                self._answer(405, {"kind": "Status", "code": 405, "message": "not in this fake"})
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-        return self
+    def handle_write(self, method, path, headers, body):
+        if method == "DELETE":
+            return self.handle_delete(path, headers, body)
+        return 405, {"kind": "Status", "code": 405, "message": "not in this fake"}
 
     def journal(self):
         found = glob.glob(os.path.join(self.evidence_root, "*", "interventions.jsonl"))
@@ -147,20 +120,14 @@ def recovery_run(tmp_path, api, *args):
 
 
 def run_playbook_recovery(tmp_path, kubeconfig, *args):
-    # run_playbook (gpu_access tests) runs playbooks/gpu_access.yml; point it at recovery.yml.
-    import test_gpu_access_playbook as gpt
-
-    original = gpt.subprocess.run
-
-    def patched(argv, **kw):
-        argv = [a if a != "playbooks/gpu_access.yml" else "playbooks/recovery.yml" for a in argv]
-        return original(argv, **kw)
-
-    gpt.subprocess.run = patched
-    try:
-        return run_playbook(tmp_path, kubeconfig, "-e", "kai_inventory_use_helm=false", *args)
-    finally:
-        gpt.subprocess.run = original
+    return run_playbook(
+        tmp_path,
+        kubeconfig,
+        "-e",
+        "kai_inventory_use_helm=false",
+        *args,
+        playbook="playbooks/recovery.yml",
+    )
 
 
 STEPS = json.dumps(
