@@ -43,11 +43,20 @@ class Lab:
         self.cfg = cfg
         self.log = log
         self.versions = load_versions()
+        self._binaries: Binaries | None = None
 
     # ------------------------------------------------------------ helpers
 
     def binaries(self) -> Binaries:
-        """Where each program is (or will be, once built)."""
+        """Where each program is (or will be, once built); worked out once per Lab.
+
+        Every kubectl call and plan needs it, and it hashes go.sum files and asks dpkg.
+        """
+        if self._binaries is None:
+            self._binaries = self._find_binaries()
+        return self._binaries
+
+    def _find_binaries(self) -> Binaries:
         paths: dict[str, Path] = {}
         stamps: dict[str, str] = {}
         for family in build.GO_FAMILIES:
