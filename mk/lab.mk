@@ -6,7 +6,7 @@ LAB := PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab
 # Debian packages the real node needs (versions pinned in lab/versions.yaml).
 LAB_DEBS := containerd runc containernetworking-plugins busybox-static iptables conntrack openssl gcc libc6-dev
 
-.PHONY: lab-deps lab-build lab-up lab-down lab-status lab-kubeconfig lab-env lab-plan lab-bench kai-versions
+.PHONY: lab-deps lab-build lab-up lab-kai lab-kai-bundle lab-down lab-status lab-kubeconfig lab-env lab-plan lab-bench kai-versions
 
 lab-deps: ## install the lab's Debian packages when missing
 	@missing=$$(for p in $(LAB_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -18,9 +18,21 @@ lab-deps: ## install the lab's Debian packages when missing
 lab-build: lab-deps $(VENV_STAMP) ## build every pinned lab program into $(KAIOPS_CACHE)/lab (cached by version)
 	$(LAB) build
 
-lab-up: lab-deps $(VENV_STAMP) ## build if needed, start the lab, wait until every node is Ready
-	$(LAB) up
-	@if [ -n "$(KAI_VERSION)" ]; then $(MAKE) --no-print-directory kai-install KAI_VERSION=$(KAI_VERSION); fi
+# KAI in the lab: the stand-in at KAI_VERSION (pre, patched or a release tag of
+# meta/kai_releases.yml; default pre), or the real KAI from KAI_BUNDLE=<dir>.
+KAI_VERSION ?=
+KAI_BUNDLE ?=
+LAB_KAI_ENV := KAI_VERSION="$(KAI_VERSION)" KAI_BUNDLE="$(KAI_BUNDLE)"
+
+lab-up: lab-deps $(VENV_STAMP) ## build if needed, start the lab with KAI (KAI_VERSION, KAI_BUNDLE), wait until Ready
+	$(LAB_KAI_ENV) $(LAB) up
+
+lab-kai: $(VENV_STAMP) ## switch an up lab's KAI through helm upgrade (KAI_VERSION=pre|patched|vX.Y.Z or KAI_BUNDLE=dir)
+	@$(LAB_KAI_ENV) $(LAB) kai
+
+lab-kai-bundle: $(VENV_STAMP) ## export the stand-in as an air-gapped KAI bundle into KAI_BUNDLE_OUT (KAI_VERSION)
+	@test -n "$(KAI_BUNDLE_OUT)" || { echo "set KAI_BUNDLE_OUT=<dir>"; exit 2; }
+	@$(LAB_KAI_ENV) $(LAB) kai-bundle "$(KAI_BUNDLE_OUT)"
 
 lab-down: ## stop every lab process and restore the machine as it was
 	$(LAB) down
@@ -40,8 +52,5 @@ lab-plan: ## print every component command without running anything
 lab-bench: lab-deps $(VENV_STAMP) ## benchmark: cold build, warm up-to-Ready, down, idle memory (prints figures)
 	PYTHONPATH=$(CURDIR)/lab $(LAB_PY) lab/bench.py
 
-kai-versions: ## print the KAI version pair under test: pre=<v> patched=<v>
+kai-versions: ## print the KAI version pair under test from meta/kai_releases.yml: pre=<v> patched=<v>
 	@PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab.kai versions
-
-kai-install:
-	@PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab.kai install $(KAI_VERSION)

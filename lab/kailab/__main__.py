@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from .cluster import Lab
 from .config import LabConfig, LabError
+
+
+def _print_kai(lab: Lab) -> None:
+    from .kai import describe, status
+
+    st = status(lab)
+    if not st["release"]:
+        print("KAI: not installed (make lab-kai KAI_VERSION=pre)")
+        return
+    print(
+        f"KAI: release {st['release']} revision {st['revision']} chart {st['chart']} "
+        f"version {st['app_version']} ({describe(st['implementation'])}) {st['status']}"
+    )
+    for d in st["deployments"]:
+        print(f"  {d['name']:<22} ready {d['ready']:<5} {'rolled out' if d['rolled_out'] else 'rolling'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,11 +40,24 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("kubeconfig", help="print the admin kubeconfig path")
     sub.add_parser("env", help="print shell exports for eval")
     sub.add_parser("plan", help="print the component commands without running anything")
+    k = sub.add_parser("kai", help="install or switch KAI on an up lab through helm")
+    k.add_argument("--version", default=os.environ.get("KAI_VERSION") or None,
+                   help="pre, patched or a release tag of meta/kai_releases.yml (default: pre)")
+    k.add_argument("--bundle", default=os.environ.get("KAI_BUNDLE") or None,
+                   help="a folder with a KAI chart package and images/*.tar (real KAI)")
+    b = sub.add_parser("kai-bundle", help="export the stand-in as an air-gapped bundle")
+    b.add_argument("dest")
+    b.add_argument("--version", default=os.environ.get("KAI_VERSION") or None)
     args = parser.parse_args(argv)
 
     try:
         cfg = LabConfig.from_env()
-        lab = Lab(cfg, log=lambda m: print(m, flush=True))
+        lab = Lab(
+            cfg,
+            log=lambda m: print(m, flush=True),
+            kai_version=os.environ.get("KAI_VERSION") or None,
+            kai_bundle=os.environ.get("KAI_BUNDLE") or None,
+        )
         if args.cmd == "build":
             from .build import build_all
 
@@ -39,6 +69,16 @@ def main(argv: list[str] | None = None) -> int:
             if leftovers:
                 print("left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
                 return 1
+        elif args.cmd == "kai":
+            if not cfg.kubeconfig.exists():
+                raise LabError("Failed to switch KAI: the lab is not up; start it with `make lab-up`")
+            lab.kai_version, lab.kai_bundle = args.version, args.bundle
+            result = lab.install_kai()
+            print(json.dumps(result))
+        elif args.cmd == "kai-bundle":
+            from .kai import export_bundle
+
+            print(export_bundle(lab, args.version, Path(args.dest)))
         elif args.cmd == "status":
             rows = lab.status()
             if args.json:
@@ -51,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"{r['name']:<24} {state:<8} {health:<8} pid={r['pid'] or '-':<8} "
                         f"{r['version']:<24} {' '.join(r['ports'])}"
                     )
-            return 0 if all(r["running"] for r in rows) else 3
+            up = all(r["running"] for r in rows)
+            if up and not args.json:
+                _print_kai(lab)
+            return 0 if up else 3
         elif args.cmd == "kubeconfig":
             print(cfg.kubeconfig)
         elif args.cmd == "env":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .config import REPO, LabError, cache_root, family_key, load_versions
 
-GO_FAMILIES = ("etcd", "kubernetes", "kwok", "helm", "fakegpu")
+GO_FAMILIES = ("etcd", "kubernetes", "kwok", "helm", "fakegpu", "kai-standin")
 DEBIAN_BINARIES = {"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc"}
 
 
@@ -39,7 +39,7 @@ def _ldflags(family: str, version: str) -> str:
         return f"-s -w -X helm.sh/helm/v3/internal/version.version={version}"
     if family == "kwok":
         return f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={version}"
-    if family in ("etcd", "fakegpu"):
+    if family in ("etcd", "fakegpu", "kai-standin"):
         return "-s -w"
     raise LabError(f"Failed to build {family}: no ldflags defined for this family")
 

@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from . import build, components, host, nodes, pki
+from . import build, components, host, kai, nodes, pki
 from .components import Binaries, Component, Health
 from .config import (
     ENV_MARKER,
@@ -31,17 +31,28 @@ from .config import (
     STAMP,
     LabConfig,
     LabError,
+    family_key,
     load_versions,
 )
 
-LAB_INVENTORY_KUBECONFIG = REPO / "inventories" / "lab" / "kubeconfig"
+# Where earlier labs wrote their kubeconfig into the checkout; removed at down. The
+# lab inventory now reads the state folder's (make -s lab-kubeconfig).
+LEGACY_INVENTORY_KUBECONFIG = REPO / "inventories" / "lab" / "kubeconfig"
 KUBECONFIG_USERS = ("admin", "controller-manager", "scheduler", "kube-proxy", "kwok")
 
 
 class Lab:
-    def __init__(self, cfg: LabConfig, log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        cfg: LabConfig,
+        log: Callable[[str], None] = print,
+        kai_version: str | None = None,
+        kai_bundle: str | None = None,
+    ):
         self.cfg = cfg
         self.log = log
+        self.kai_version = kai_version
+        self.kai_bundle = kai_bundle
         self.versions = load_versions()
         self._binaries: Binaries | None = None
 
@@ -115,8 +126,56 @@ class Lab:
                 self._step("import images", self._images)
         self._step("fake GPU nodes and lab marker", self._objects)
         self._step("wait for nodes Ready and default service account", self._wait_ready)
-        self._step("write inventories/lab/kubeconfig", self._export_kubeconfig)
+        LEGACY_INVENTORY_KUBECONFIG.unlink(missing_ok=True)
+        self._step(self._kai_title(), self.install_kai)
         self.log(f"lab {self.cfg.name} up in {time.monotonic() - started:.1f}s")
+
+    # ------------------------------------------------------------ KAI
+
+    def _kai_title(self) -> str:
+        if self.kai_bundle:
+            return f"KAI from bundle {self.kai_bundle} (helm)"
+        return f"KAI stand-in {kai.resolve(self.kai_version)} (helm)"
+
+    def install_kai(self) -> dict:
+        return kai.install(self, self.kai_version, self.kai_bundle)
+
+    def helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        helm = self.binaries()["helm"]
+        env = {**os.environ, "KUBECONFIG": str(self.cfg.kubeconfig),
+               "HELM_CACHE_HOME": str(self.cfg.path("helm", "cache")),
+               "HELM_CONFIG_HOME": str(self.cfg.path("helm", "config")),
+               "HELM_DATA_HOME": str(self.cfg.path("helm", "data"))}  # fmt: skip
+        proc = subprocess.run([str(helm), *args], capture_output=True, text=True, env=env, check=False)
+        if check and proc.returncode != 0:
+            raise LabError(f"Failed to run helm {' '.join(args[:2])}: {proc.stderr.strip()}")
+        return proc
+
+    def standin_image_ref(self, name: str = "standin") -> str:
+        """The stand-in image's build reference: its tag changes with the stand-in's code."""
+        key = family_key(self.versions, "kai-standin").rsplit("-", 1)[1]
+        return f"{kai.STANDIN_REGISTRY}/{name}:build-{key}"
+
+    def ensure_kai_images(self, images) -> None:
+        """Import what a KAI install needs: archives as they are; the stand-in's one image
+        under each KAI image name it plays (and the GPU status updater's)."""
+        from . import images as lab_images
+
+        present = set(self.ctr("images", "ls", "-q").stdout.split())
+        base = self.standin_image_ref()
+        if base not in present:
+            paths = build.build_family(self.versions, "kai-standin", self.log)
+            ref, tar = lab_images.build_standin(base, paths["kai-standin"], log=self.log)
+            self.ctr("images", "import", "--no-unpack", str(tar))
+            self.log(f"  imported {ref}")
+        wanted = [(self.standin_image_ref(name=kai.STATUS_NAME), None), *images]
+        for ref, archive in wanted:
+            if archive is not None:
+                if ref not in present:
+                    self.ctr("images", "import", "--no-unpack", str(archive))
+                    self.log(f"  imported {ref} from {archive}")
+            else:
+                self.ctr("images", "tag", "--force", base, ref)
 
     def _build(self) -> None:
         self.built = build.build_all(log=self.log)
@@ -270,11 +329,6 @@ class Lab:
             f"--timeout={timeout:.0f}s",
         )  # fmt: skip
 
-    def _export_kubeconfig(self) -> None:
-        LAB_INVENTORY_KUBECONFIG.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self.cfg.kubeconfig, LAB_INVENTORY_KUBECONFIG)
-        LAB_INVENTORY_KUBECONFIG.chmod(0o600)
-
     # ------------------------------------------------------------ down
 
     def down(self) -> list[str]:
@@ -320,7 +374,7 @@ class Lab:
                 shutil.rmtree(path, ignore_errors=False)
         if self.cfg.run_dir.parent.exists() and not any(self.cfg.run_dir.parent.iterdir()):
             self.cfg.run_dir.parent.rmdir()
-        LAB_INVENTORY_KUBECONFIG.unlink(missing_ok=True)
+        LEGACY_INVENTORY_KUBECONFIG.unlink(missing_ok=True)
 
     def leftovers(self, existed: set[str] | frozenset[str] = frozenset()) -> list[str]:
         """Anything of the lab still on the machine (empty when `down` did its job).

@@ -17,6 +17,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS_FILE = REPO / "lab" / "versions.yaml"
+# KAI's release facts belong to the collection; the lab reads them from there.
+KAI_RELEASES_FILE = REPO / "meta" / "kai_releases.yml"
 
 # Fixed file names inside the state folder.
 STAMP = "lab.json"
@@ -52,11 +54,12 @@ def family_key(versions: dict, family: str) -> str:
     # go.sum pins the dependencies; for our own programs the source is part of the key too.
     inputs = [wrapper / "go.sum"]
     if spec["version"] == "local":
-        inputs += sorted(p for p in wrapper.glob("*.go") if not p.name.endswith("_test.go"))
+        inputs += sorted(p for p in wrapper.rglob("*.go") if not p.name.endswith("_test.go"))
     digest = hashlib.sha256()
     for path in inputs:
         if path.exists():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            rel = path.relative_to(wrapper).as_posix()
+            digest.update(rel.encode() + b"\0" + path.read_bytes())
     return f"{family}-{spec['version']}-{digest.hexdigest()[:8]}"
 
 

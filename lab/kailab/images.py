@@ -291,3 +291,30 @@ def build_lab_images(versions: dict, built: dict, log=print, cache_dir: Path | N
         return [build_one(n, built, cache, log) for n in names]
     except OciError as exc:
         raise LabError(str(exc)) from exc
+
+
+def standin_files(binary: Path) -> Layout:
+    """The KAI stand-in: one static binary; each Deployment picks its component by argument."""
+    return Layout(
+        files={"/usr/local/bin/kai-standin": (str(binary), 0o755)},
+        dirs={"/tmp": 0o1777},
+        entrypoint=["/usr/local/bin/kai-standin"],
+        labels={"dev.kaiops.image": "kai-standin", "dev.kaiops.kai-implementation": "standin"},
+    )
+
+
+def build_standin(ref: str, binary: Path, log=print, cache_dir: Path | None = None):
+    """(reference, archive) of the stand-in image, built when its inputs changed."""
+    from .config import LabError, cache_root
+
+    layout = standin_files(Path(binary))
+    cache = Path(cache_dir) if cache_dir else cache_root() / "lab"
+    out = cache / "images" / f"kai-standin-{_layout_key(ref, layout)}.tar"
+    if not out.exists():
+        try:
+            build_image(ref, layout.files, out, entrypoint=layout.entrypoint, dirs=layout.dirs,
+                        labels=layout.labels)  # fmt: skip
+        except OciError as exc:
+            raise LabError(str(exc)) from exc
+        log(f"  built image {ref}")
+    return ref, out

@@ -1,79 +1,440 @@
-"""KAI Scheduler in the lab: the version pair under test and its install through helm.
+"""KAI Scheduler in the lab: our stand-in, or the real KAI from its released artifacts.
 
-KAI is built from its Go module at exact versions. When the module proxy does not
-serve a version, this says so with the proxy's own answer and stops: a version is
-never faked and no other source is substituted.
+KAI can be neither built (the module proxy refuses it) nor pulled (no registry is
+reachable) here, so by default the lab installs our stand-in (lab/kai-standin), packaged
+as a chart named kai-scheduler whose version says what it is (v0.16.13+standin). With
+`KAI_BUNDLE=<dir>` it installs a real KAI chart package and the image archives an
+air-gapped site mirrors instead. Both go through the lab's helm as release
+`kai-scheduler` in namespace `kai-scheduler`, so the collection sees one shape.
+
+Which release the stand-in plays, and how its binder writes the capabilities ConfigMap,
+comes from meta/kai_releases.yml, the only home of KAI release facts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
-from .config import LabError, load_versions
+import yaml
+
+from .config import KAI_RELEASES_FILE, REPO, LabError, cache_root
+
+RELEASE = "kai-scheduler"
+NAMESPACE = "kai-scheduler"
+CHART_SRC = REPO / "lab" / "charts" / "kai-scheduler"
+STANDIN_REGISTRY = "kaiops.dev/kai-standin"
+# Image names of KAI's chart (kai-contract.md §1.1) that the stand-in chart uses.
+STANDIN_IMAGES = (
+    "admission", "binder", "scheduler", "podgrouper", "podgroupcontroller",
+    "queuecontroller", "resourcereservation",
+)  # fmt: skip
+STANDIN_MARK = "+standin"
+IMPLEMENTATION_LABEL = "kaiops.dev/kai-implementation"
+# The fake-gpu-operator part (GPU ids on reservation pods) runs beside KAI, whichever KAI.
+STATUS_NAMESPACE = "kaiops-gpu-status"
+STATUS_NAME = "gpu-status-updater"
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+ROLLOUT_TIMEOUT_S = 180
 
 
-def resolve(version: str) -> str:
-    """`pre`/`patched` or an exact tag, to an exact tag."""
-    kai = load_versions()["kai"]
-    return kai.get(version, version)
+# ------------------------------------------------------------------ release facts
 
 
-def module_available(module: str, version: str) -> tuple[bool, str]:
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(
-            ["go", "mod", "download", "-json", f"{module}@{version}"],
-            cwd=tmp, capture_output=True, text=True, check=False,
-        )  # fmt: skip
-    try:
-        info = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return False, proc.stderr.strip() or "no answer from go mod download"
-    if "Error" in info:
-        return False, info["Error"]
-    return True, info.get("Dir", "")
+def releases(path: Path = KAI_RELEASES_FILE) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
 
 
-def install(version: str) -> None:
-    kai = load_versions()["kai"]
-    tag = resolve(version)
-    ok, detail = module_available(kai["module"], tag)
-    if not ok:
-        raise LabError(
-            f"Failed to install KAI {tag}: the Go module proxy does not serve "
-            f"{kai['module']}@{tag} ({detail}). The lab builds KAI only from its module; "
-            "see docs/kai-versions.md for what is known and how to verify when it is served"
-        )
+def resolve(version: str | None, facts: dict | None = None) -> str:
+    """`pre`, `patched`, empty (= pre) or an exact tag, to an exact tag."""
+    facts = facts or releases()
+    version = (version or "pre").strip()
+    return facts["pair"].get(version, version)
+
+
+def release_row(version: str, facts: dict | None = None) -> dict:
+    facts = facts or releases()
+    tag = resolve(version, facts)
+    for row in facts["releases"]:
+        if row["version"] == tag:
+            return row
+    known = ", ".join(r["version"] for r in facts["releases"])
     raise LabError(
-        f"Failed to install KAI {tag}: the module is served but the image build and helm "
-        "install are not implemented yet (issue 3)"
+        f"Failed to pick KAI {tag}: meta/kai_releases.yml has no row for it; "
+        f"set KAI_VERSION to pre, patched or one of {known}"
     )
 
 
+# ------------------------------------------------------------------ what to install
+
+
+@dataclass(frozen=True)
+class Target:
+    """One install: a chart package, the images it needs, the values that point at them."""
+
+    version: str
+    implementation: str  # "standin" or "real"
+    chart: Path
+    values: dict
+    images: tuple[tuple[str, Path | None], ...]  # (reference, archive or None when tagged)
+
+
+def _chart_digest() -> str:
+    h = hashlib.sha256()
+    for p in sorted(CHART_SRC.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(CHART_SRC).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def package_standin_chart(lab, row: dict, out_dir: Path | None = None) -> Path:
+    """The stand-in chart for one release, self-contained like a release chart: its
+    default values name the release and the binder behaviour that release has."""
+    version = row["version"] + STANDIN_MARK
+    out_dir = out_dir or cache_root() / "lab" / "kai" / f"chart-{_chart_digest()}"
+    wanted = out_dir / f"kai-scheduler-{version}.tgz"
+    if wanted.exists():
+        return wanted
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        chart = Path(tmp) / "kai-scheduler"
+        shutil.copytree(CHART_SRC, chart)
+        values = chart / "values.yaml"
+        text = values.read_text()
+        text = text.replace('  release: ""', f'  release: "{row["version"]}"', 1)
+        text = text.replace('  configmapWrite: ""', f'  configmapWrite: "{row["configmap_write"]}"', 1)
+        values.write_text(text)
+        lab.helm("package", str(chart), "--version", version, "--app-version", version,
+                 "-d", str(out_dir))  # fmt: skip
+    built = sorted(out_dir.glob(f"kai-scheduler-{version}*.tgz"))
+    if not built:
+        raise LabError(f"Failed to package the stand-in chart {version}: no package in {out_dir}")
+    if built[0] != wanted:
+        built[0].rename(wanted)
+    return wanted
+
+
+def standin_target(lab, version: str | None) -> Target:
+    row = release_row(version)
+    base = lab.standin_image_ref()
+    refs = [f"{STANDIN_REGISTRY}/{name}:{row['version']}" for name in STANDIN_IMAGES]
+    return Target(
+        version=row["version"],
+        implementation="standin",
+        chart=package_standin_chart(lab, row),
+        # the build id rolls the pods when the stand-in's code changed under one tag
+        values={"global": {"gpuSharing": True}, "standin": {"build": base.rsplit(":", 1)[1]}},
+        images=tuple((ref, None) for ref in refs),
+    )
+
+
+def archive_refs(archive: Path) -> list[str]:
+    """Image names inside an archive written by `docker save` or `skopeo copy oci-archive:`."""
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+        refs: list[str] = []
+        if "manifest.json" in names:
+            for entry in json.load(tar.extractfile("manifest.json")):
+                refs += entry.get("RepoTags") or []
+        if not refs and "index.json" in names:
+            for m in json.load(tar.extractfile("index.json")).get("manifests", []):
+                ann = m.get("annotations") or {}
+                ref = ann.get("io.containerd.image.name") or ann.get("org.opencontainers.image.ref.name")
+                if ref:
+                    refs.append(ref)
+    return refs
+
+
+def split_ref(ref: str) -> tuple[str, str, str]:
+    """registry/path, last name, tag."""
+    name, _, tag = ref.rpartition(":")
+    if "/" in tag or not name:
+        name, tag = ref, "latest"
+    registry, _, last = name.rpartition("/")
+    return registry, last, tag
+
+
+def bundle_target(bundle: Path) -> Target:
+    """A real KAI from the files `helm pull` and `docker save`/`skopeo copy` write."""
+    bundle = Path(bundle)
+    charts = sorted(bundle.glob("kai-scheduler-*.tgz"))
+    archives = sorted((bundle / "images").glob("*.tar"))
+    if len(charts) != 1:
+        raise LabError(
+            f"Failed to read KAI bundle {bundle}: expected one kai-scheduler-<version>.tgz "
+            f"(helm pull oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler --version <v>), "
+            f"found {len(charts)}"
+        )
+    if not archives:
+        raise LabError(f"Failed to read KAI bundle {bundle}: no image archives in {bundle}/images/*.tar")
+    with tarfile.open(charts[0]) as tar:
+        member = next((m for m in tar.getmembers() if m.name.endswith("/Chart.yaml")), None)
+        if member is None:
+            raise LabError(f"Failed to read KAI bundle chart {charts[0]}: no Chart.yaml")
+        chart_meta = yaml.safe_load(tar.extractfile(member))
+    images = []
+    registries, tags = set(), set()
+    for archive in archives:
+        refs = archive_refs(archive)
+        if not refs:
+            raise LabError(f"Failed to read image archive {archive}: it names no image")
+        for ref in refs:
+            registry, _, tag = split_ref(ref)
+            registries.add(registry)
+            tags.add(tag)
+            images.append((ref, archive))
+    if len(registries) != 1 or len(tags) != 1:
+        raise LabError(
+            f"Failed to read KAI bundle {bundle}: its images use {len(registries)} registries "
+            f"and {len(tags)} tags ({sorted(registries)}, {sorted(tags)}); expected one of each"
+        )
+    version = str(chart_meta.get("appVersion") or chart_meta.get("version"))
+    return Target(
+        version=version.split("+", 1)[0],
+        implementation="standin" if version.endswith(STANDIN_MARK) else "real",
+        chart=charts[0],
+        values={"global": {"registry": registries.pop(), "tag": tags.pop(), "gpuSharing": True}},
+        images=tuple(images),
+    )
+
+
+# ------------------------------------------------------------------ objects beside KAI
+
+
+def runtime_class() -> dict:
+    """KAI's admission sets runtimeClassName nvidia on fraction pods; fake-gpu-operator
+    provides that class with handler runc in KAI's own tests, the lab does here."""
+    return {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "nvidia", "labels": {"kaiops.dev/lab": "true"}},
+        "handler": "runc",
+    }
+
+
+def status_updater_objects(cfg, image: str) -> list[dict]:
+    """The part fake-gpu-operator's status updater plays in KAI's tests: GPU ids on
+    reservation pods, from the kubelet's pod-resources API on the real node."""
+    labels = {"app": STATUS_NAME, "kaiops.dev/lab": "true"}
+    pod_resources = cfg.path("kubelet", "root", "pod-resources")
+    meta = {"name": STATUS_NAME, "labels": labels}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATUS_NAMESPACE, "labels": labels}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "namespace": STATUS_NAMESPACE}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"kaiops-{STATUS_NAME}", "labels": labels},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"kaiops-{STATUS_NAME}", "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": f"kaiops-{STATUS_NAME}"},
+            "subjects": [{"kind": "ServiceAccount", "name": STATUS_NAME, "namespace": STATUS_NAMESPACE}],
+        },  # fmt: skip
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {**meta, "namespace": STATUS_NAMESPACE},
+            "spec": {
+                "replicas": 1,
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": {"app": STATUS_NAME}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": STATUS_NAME,
+                        "nodeSelector": {"kubernetes.io/hostname": cfg.node_name},
+                        "terminationGracePeriodSeconds": 2,
+                        "containers": [
+                            {
+                                "name": STATUS_NAME,
+                                "image": image,
+                                "imagePullPolicy": "IfNotPresent",
+                                "args": [
+                                    "gpu-status-updater",
+                                    f"--reservation-namespace={RESERVATION_NAMESPACE}",
+                                    "--node-name=$(NODE_NAME)",
+                                    "--pod-resources-socket=/pod-resources/kubelet.sock",
+                                ],
+                                "env": [{"name": "NODE_NAME",
+                                         "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                                # the kubelet's pod-resources socket is root's
+                                "securityContext": {"runAsUser": 0},
+                                "resources": {"requests": {"cpu": "5m", "memory": "16Mi"},
+                                              "limits": {"memory": "96Mi"}},
+                                "volumeMounts": [{"name": "pod-resources", "mountPath": "/pod-resources"}],
+                            }
+                        ],
+                        "volumes": [{"name": "pod-resources",
+                                     "hostPath": {"path": str(pod_resources), "type": "Directory"}}],
+                    },
+                },
+            },
+        },  # fmt: skip
+    ]
+
+
+# ------------------------------------------------------------------ install and read
+
+
+def helm_release(lab) -> dict | None:
+    """The release as helm lists it, or None."""
+    proc = lab.helm("list", "-n", NAMESPACE, "--filter", f"^{RELEASE}$", "-o", "json", check=False)
+    if proc.returncode != 0:
+        return None
+    rows = json.loads(proc.stdout or "[]")
+    return rows[0] if rows else None
+
+
+def deployments(lab) -> list[dict]:
+    proc = lab.kubectl("get", "deployments", "-n", NAMESPACE, "-o", "json", check=False)
+    if proc.returncode != 0:
+        return []
+    return json.loads(proc.stdout).get("items", [])
+
+
+def rolled_out(dep: dict) -> bool:
+    """Kubernetes' own rollout rule: the controller saw this generation and every
+    replica is updated and available."""
+    spec, st = dep.get("spec") or {}, dep.get("status") or {}
+    want = spec.get("replicas", 1)
+    return (
+        st.get("observedGeneration", 0) >= dep["metadata"].get("generation", 0)
+        and st.get("updatedReplicas", 0) == want
+        and st.get("availableReplicas", 0) == want
+        and st.get("replicas", 0) == want  # no old pod left
+    )
+
+
+def wait_rolled_out(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> float:
+    """Wait for every KAI Deployment through kubectl's watch; seconds it took."""
+    started = time.monotonic()
+    names = [d["metadata"]["name"] for d in deployments(lab)]
+    if not names:
+        raise LabError(f"Failed to find KAI's Deployments in namespace {NAMESPACE}")
+    for name in names:
+        left = max(1.0, timeout - (time.monotonic() - started))
+        proc = lab.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{name}",
+                           f"--timeout={left:.0f}s", check=False)  # fmt: skip
+        if proc.returncode != 0:
+            raise LabError(f"Failed to roll out KAI Deployment {name}: {proc.stderr.strip()}")
+    return time.monotonic() - started
+
+
+def _values_file(values: dict, folder: Path) -> Path:
+    path = folder / "values.yaml"
+    path.write_text(yaml.safe_dump(values, sort_keys=True))
+    return path
+
+
+def install(lab, version: str | None = None, bundle: str | None = None) -> dict:
+    """Converge the lab's KAI to one version (stand-in) or one bundle; helm install or
+    upgrade as needed. Returns figures of what happened."""
+    target = bundle_target(Path(bundle)) if bundle else standin_target(lab, version)
+    lab.ensure_kai_images(target.images)
+    status_image = lab.standin_image_ref(name="gpu-status-updater")
+    docs = [runtime_class(), *status_updater_objects(lab.cfg, status_image)]
+    lab.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
+                input_text="\n---\n".join(json.dumps(d) for d in docs))  # fmt: skip
+    current = helm_release(lab)
+    chart_name = target.chart.name.removesuffix(".tgz")
+    with tempfile.TemporaryDirectory() as tmp:
+        values = _values_file(target.values, Path(tmp))
+        if current and current.get("chart") == chart_name and current.get("status") == "deployed":
+            applied = json.loads(lab.helm("get", "values", RELEASE, "-n", NAMESPACE, "-o", "json").stdout or "{}")
+            if applied == target.values and all(rolled_out(d) for d in deployments(lab)):
+                lab.log(f"  KAI {target.version} ({describe(target.implementation)}) already installed")
+                return {"action": "none", "version": target.version, "seconds": 0.0}
+        action = "upgrade" if current else "install"
+        started = time.monotonic()
+        lab.helm("upgrade", "--install", RELEASE, str(target.chart), "-n", NAMESPACE,
+                 "--create-namespace", "-f", str(values), "--timeout", f"{ROLLOUT_TIMEOUT_S}s")  # fmt: skip
+    waited = wait_rolled_out(lab)
+    took = time.monotonic() - started
+    lab.log(f"  KAI {target.version} ({describe(target.implementation)}) {action}ed, "
+            f"every Deployment rolled out in {took:.1f}s")  # fmt: skip
+    return {"action": action, "version": target.version, "seconds": took, "rollout_wait": waited}
+
+
+def describe(implementation: str) -> str:
+    return "KAI stand-in" if implementation == "standin" else "KAI"
+
+
+def status(lab) -> dict:
+    """Release, version, implementation and each Deployment's readiness."""
+    rel = helm_release(lab)
+    deps = deployments(lab)
+    impl = {d["metadata"].get("labels", {}).get(IMPLEMENTATION_LABEL) for d in deps}
+    implementation = "standin" if "standin" in impl else ("real" if deps else None)
+    return {
+        "release": rel.get("name") if rel else None,
+        "revision": int(rel["revision"]) if rel else None,
+        "chart": rel.get("chart") if rel else None,
+        "app_version": rel.get("app_version") if rel else None,
+        "status": rel.get("status") if rel else None,
+        "implementation": implementation,
+        "deployments": [
+            {
+                "name": d["metadata"]["name"],
+                "ready": f"{(d.get('status') or {}).get('readyReplicas', 0)}/{d['spec'].get('replicas', 1)}",
+                "rolled_out": rolled_out(d),
+            }
+            for d in deps
+        ],
+    }
+
+
+def export_bundle(lab, version: str | None, dest: Path) -> Path:
+    """Write the stand-in as an air-gapped site's bundle: the chart package and one image
+    archive per image, to test the real-KAI path with something that exists here."""
+    target = standin_target(lab, version)
+    lab.ensure_kai_images(target.images)
+    dest = Path(dest)
+    (dest / "images").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(target.chart, dest / target.chart.name)
+    for ref, _ in target.images:
+        _, name, _ = split_ref(ref)
+        lab.ctr("images", "export", str(dest / "images" / f"{name}.tar"), ref)
+    return dest
+
+
 def main(argv: list[str]) -> int:
-    kai = load_versions()["kai"]
-    try:
-        if argv[:1] == ["versions"]:
-            print(f"pre={kai['pre']} patched={kai['patched']}")
-            ok, detail = module_available(kai["module"], kai["pre"])
-            if not ok:
-                print(
-                    f"note: unverified, the module proxy does not serve {kai['module']}: "
-                    f"{detail.splitlines()[0]}",
-                    file=sys.stderr,
-                )
-            return 0
-        if argv[:1] == ["install"] and len(argv) == 2:
-            install(argv[1] or "pre")
-            return 0
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print("usage: python -m kailab.kai versions | install <pre|patched|vX.Y.Z>", file=sys.stderr)
+    facts = releases()
+    if argv[:1] == ["versions"]:
+        pair = facts["pair"]
+        print(f"pre={pair['pre']} patched={pair['patched']}")
+        for key in ("pre", "patched"):
+            row = release_row(pair[key], facts)
+            print(f"note: {key} {row['version']}: {row['configmap_write']} ({row['source']})",
+                  file=sys.stderr)  # fmt: skip
+        return 0
+    if argv[:1] == ["behaviour"] and len(argv) == 2:
+        try:
+            print(release_row(argv[1], facts)["configmap_write"])
+        except LabError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    print("usage: python -m kailab.kai versions | behaviour <version>", file=sys.stderr)
     return 2
 
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
