@@ -3,7 +3,10 @@
   cold build   (only with --cold: empty module, build and program caches in a temp folder)
   warm up      `down` then `up` with every binary cached, until all nodes Ready
   down         time to delete the lab
-  idle memory  resident memory of every lab process after a quiet period
+  idle memory  resident memory of every lab process (KAI's pods included) after a quiet period
+  KAI          helm install to every KAI Deployment rolled out; a `make lab-kai` switch;
+               submit-to-bound and submit-to-Running p50/p95/p99 of N fraction pods on
+               the KWOK nodes, from a watch on this machine's clock
 
 Run: make lab-bench   (or: PYTHONPATH=lab python lab/bench.py [--cold] [--idle-seconds N])
 """
@@ -18,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kailab import host
+from kailab import host, kai
 from kailab.cluster import Lab
 from kailab.config import LabConfig
 
@@ -43,10 +46,79 @@ def rss_mib(pids) -> float:
     return total / 1024
 
 
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def fraction_latencies(lab: Lab, count: int, timeout: float = 300) -> dict:
+    """Create `count` fraction pods at once on the KWOK nodes; a watch notes when each
+    gets a node and when it is Running. Pods that never do count as missing."""
+    import json
+
+    ns = f"bench-{int(time.time())}"
+    lab.kubectl("create", "namespace", ns)
+    lab.kubectl("wait", "--for=create", "serviceaccount/default", "-n", ns, "--timeout=60s")
+    kubectl = str(lab.binaries()["kubectl"])
+    watch = subprocess.Popen(
+        [kubectl, f"--kubeconfig={lab.cfg.kubeconfig}", "get", "pods", "-n", ns, "--watch",
+         "-o", "jsonpath={.metadata.name} {.spec.nodeName} {.status.phase}{\"\\n\"}"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pods = [
+        {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"f{i}", "annotations": {"gpu-fraction": "0.25"}},
+            "spec": {
+                "schedulerName": "kai-scheduler", "nodeSelector": {"type": "kwok"},
+                "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+                "containers": [{"name": "main", "image": "busybox"}],
+            },
+        }
+        for i in range(count)
+    ]  # fmt: skip
+    submitted = time.monotonic()
+    lab.kubectl("create", "-n", ns, "-f", "-", input_text="\n---\n".join(json.dumps(p) for p in pods))
+    bound, running = {}, {}
+    deadline = submitted + timeout
+    while len(running) < count and time.monotonic() < deadline:
+        line = watch.stdout.readline()
+        if not line:
+            break
+        parts = line.split()
+        now = time.monotonic() - submitted
+        if len(parts) >= 2 and parts[1] not in ("Pending", "Running"):
+            bound.setdefault(parts[0], now)
+        if parts and parts[-1] == "Running":
+            running.setdefault(parts[0], now)
+    watch.kill()
+    lab.kubectl("delete", "namespace", ns, "--wait=false")
+    return {"count": count, "bound": list(bound.values()), "running": list(running.values())}
+
+
+def kai_figures(lab: Lab, pods: int) -> list[tuple[str, float, str]]:
+    figures = []
+    lab.helm("uninstall", kai.RELEASE, "-n", kai.NAMESPACE, "--wait")
+    figures.append(("KAI helm install to all rolled out", kai.install(lab, "pre")["seconds"], "s"))
+    figures.append(("make lab-kai switch (pre -> patched)", kai.install(lab, "patched")["seconds"], "s"))
+    figures.append(("make lab-kai switch (patched -> pre)", kai.install(lab, "pre")["seconds"], "s"))
+    lat = fraction_latencies(lab, pods)
+    for what in ("bound", "running"):
+        got = lat[what]
+        figures.append((f"{pods} fraction pods {what} (of {pods})", len(got), ""))
+        for q in (50, 95, 99):
+            figures.append((f"  submit-to-{what} p{q}", percentile(got, q), "s"))
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cold", action="store_true", help="also time a build from empty caches")
     parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--kai-pods", type=int, default=100, help="fraction pods to time (0: skip)")
     args = parser.parse_args()
     quiet = lambda _m: None  # noqa: E731
     figures = []
@@ -72,8 +144,10 @@ def main() -> int:
     figures.append(("warm lab-up to all nodes Ready", timed(lab.up), "s"))
     time.sleep(args.idle_seconds)  # idle means idle: let start-up work settle before measuring
     pids = set(host.lab_pids(lab.cfg)) | host.cgroup_pids()
-    figures.append(("idle lab resident memory", rss_mib(pids), "MiB"))
+    figures.append(("idle lab + KAI resident memory", rss_mib(pids), "MiB"))
     figures.append(("lab processes counted", len(pids), ""))
+    if args.kai_pods:
+        figures += kai_figures(lab, args.kai_pods)
     figures.append(("lab-down (delete the lab)", timed(lab.down), "s"))
     figures.append(("lab-up again (for the next user)", timed(lab.up), "s"))
 

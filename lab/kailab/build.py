@@ -155,10 +155,10 @@ def debian_version(package: str) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "not installed"
 
 
-def build_all(log=print) -> dict:
+def build_all(log=print, skip: tuple[str, ...] = ()) -> dict:
     versions = load_versions()
     paths, stamps = {}, {}
-    for family in GO_FAMILIES:
+    for family in (f for f in GO_FAMILIES if f not in skip):
         for program, path in build_family(versions, family, log).items():
             paths[program] = path
             stamps[program] = versions[family]["version"]

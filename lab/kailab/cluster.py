@@ -127,7 +127,8 @@ class Lab:
         self._step("fake GPU nodes and lab marker", self._objects)
         self._step("wait for nodes Ready and default service account", self._wait_ready)
         LEGACY_INVENTORY_KUBECONFIG.unlink(missing_ok=True)
-        self._step(self._kai_title(), self.install_kai)
+        if self.wants_kai:
+            self._step(self._kai_title(), self.install_kai)
         self.log(f"lab {self.cfg.name} up in {time.monotonic() - started:.1f}s")
 
     # ------------------------------------------------------------ KAI
@@ -178,7 +179,13 @@ class Lab:
                 self.ctr("images", "tag", "--force", base, ref)
 
     def _build(self) -> None:
-        self.built = build.build_all(log=self.log)
+        skip = () if self.wants_kai else ("kai-standin",)
+        self.built = build.build_all(log=self.log, skip=skip)
+
+    @property
+    def wants_kai(self) -> bool:
+        """KAI_VERSION=none brings the lab up without KAI (a cluster KAI is not installed on)."""
+        return (self.kai_version or "").strip().lower() != "none"
 
     def _state(self) -> None:
         for sub in (PIDS, LOGS, "etcd", "kubelet", "cni/net.d"):

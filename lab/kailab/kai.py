@@ -400,17 +400,26 @@ def status(lab) -> dict:
     }
 
 
-def export_bundle(lab, version: str | None, dest: Path) -> Path:
+MIRROR_REGISTRY = "mirror.lab.kaiops.dev/kai-scheduler"
+
+
+def export_bundle(lab, version: str | None, dest: Path, registry: str = MIRROR_REGISTRY) -> Path:
     """Write the stand-in as an air-gapped site's bundle: the chart package and one image
-    archive per image, to test the real-KAI path with something that exists here."""
+    archive per image, named as a site's mirror would name them. The mirror names are
+    removed from containerd afterwards, so installing the bundle really imports them."""
     target = standin_target(lab, version)
     lab.ensure_kai_images(target.images)
     dest = Path(dest)
     (dest / "images").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(target.chart, dest / target.chart.name)
     for ref, _ in target.images:
-        _, name, _ = split_ref(ref)
-        lab.ctr("images", "export", str(dest / "images" / f"{name}.tar"), ref)
+        _, name, tag = split_ref(ref)
+        mirror = f"{registry}/{name}:{tag}"
+        lab.ctr("images", "tag", "--force", ref, mirror)
+        try:
+            lab.ctr("images", "export", str(dest / "images" / f"{name}.tar"), mirror)
+        finally:
+            lab.ctr("images", "rm", mirror)
     return dest
 
 
