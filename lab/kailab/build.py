@@ -19,6 +19,7 @@ from .config import REPO, LabError, cache_root, family_key, load_versions
 
 GO_FAMILIES = ("etcd", "kubernetes", "kwok", "helm", "fakegpu", "kai-standin")
 DEBIAN_BINARIES = {"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc"}
+HEARTBEAT_S = 30  # a line every this many seconds while one `go build` runs
 
 
 def _ldflags(family: str, version: str) -> str:
@@ -74,13 +75,26 @@ def build_family(versions: dict, family: str, log=print) -> dict[str, Path]:
         started = time.monotonic()
         log(f"  building {program} {spec['version']} ...")
         tmp = target.with_suffix(".tmp")
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             ["go", "build", "-trimpath", "-ldflags", _ldflags(family, spec["version"]),
              "-o", str(tmp), _package(family, spec["module"], program)],
-            cwd=wrapper, env=env, capture_output=True, text=True, check=False,
+            cwd=wrapper, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
+        # A cold build of one program can take minutes: say it is still running.
+        # communicate() rather than wait(): it drains the pipes, so a chatty build cannot block.
+        try:
+            while True:
+                try:
+                    _, stderr = proc.communicate(timeout=HEARTBEAT_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    log(f"  building {program} ... {time.monotonic() - started:.0f}s")
+        except BaseException:
+            proc.kill()  # as subprocess.run does: no go build outlives an interrupted lab build
+            proc.wait()
+            raise
         if proc.returncode != 0:
-            raise LabError(f"Failed to build {program}: {proc.stderr.strip()[-2000:]}")
+            raise LabError(f"Failed to build {program}: {stderr.strip()[-2000:]}")
         tmp.rename(target)  # only a finished build counts as present
         log(f"  built {program} in {time.monotonic() - started:.0f}s")
     return paths
