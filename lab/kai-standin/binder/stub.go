@@ -1,0 +1,3 @@
+package binder
+
+func Main(args []string) error { return nil }

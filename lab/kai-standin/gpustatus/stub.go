@@ -1,0 +1,3 @@
+package gpustatus
+
+func Main(args []string) error { return nil }

@@ -1,0 +1,3 @@
+package podgroupctl
+
+func Main(args []string) error { return nil }

@@ -1,0 +1,3 @@
+package queuectl
+
+func Main(args []string) error { return nil }

@@ -1,0 +1,3 @@
+package scheduler
+
+func Main(args []string) error { return nil }
