@@ -43,8 +43,10 @@ lab-status: ## each component: running or not, version, pid, ports
 lab-kubeconfig: ## print only the lab's kubeconfig path
 	@$(LAB) kubeconfig
 
-lab-env: ## print exports for eval: KUBECONFIG and PATH with the lab's kubectl and helm first
-	@$(LAB) env
+lab-env: ## print exports for eval: KUBECONFIG, VIRTUAL_ENV, PATH with the venv (ansible-playbook, molecule, pytest), kubectl, helm first
+	@# a missing venv is built first, its output on stderr so that only the exports reach eval
+	@test -f "$(VENV_STAMP)" || $(MAKE) --no-print-directory venv >&2
+	@KAIOPS_VENV="$(VENV)" $(LAB) env
 
 lab-plan: ## print every component command without running anything
 	@$(LAB) plan

@@ -98,9 +98,17 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "kubeconfig":
             print(cfg.kubeconfig)
         elif args.cmd == "env":
+            import shlex
+
             bins = lab.binaries()
-            print(f"export KUBECONFIG={cfg.kubeconfig}")
-            print(f'export PATH={bins["kubectl"].parent}:{bins["helm"].parent}:"$PATH"')
+            path = [str(bins["kubectl"].parent), str(bins["helm"].parent)]
+            # The project's venv (make passes its path): ansible-playbook, molecule, pytest first.
+            venv = os.environ.get("KAIOPS_VENV")
+            print(f"export KUBECONFIG={shlex.quote(str(cfg.kubeconfig))}")
+            if venv:
+                print(f"export VIRTUAL_ENV={shlex.quote(venv)}")
+                path.insert(0, str(Path(venv) / "bin"))
+            print(f'export PATH={shlex.quote(":".join(path))}:"$PATH"')
         elif args.cmd == "plan":
             for comp in lab.plan():
                 print(f"# {comp.name} ({comp.version}) ports: {' '.join(comp.ports)}")
