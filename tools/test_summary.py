@@ -1,0 +1,345 @@
+"""make test's stages and the one-screen summary that ends it.
+
+test_summary.py stage --results DIR NAME -- COMMAND...
+    Runs one stage. Its output goes straight through (a terminal stays a terminal); the
+    stage's time, exit status and counts are saved in DIR/<NAME>/result.json. The stage
+    finds that folder in $KAIOPS_TEST_STAGE_DIR and may leave its counts there:
+      junit.xml     pytest's (the runner adds --junitxml to PYTEST_ADDOPTS)
+      go.json       written by `go-text`
+      molecule.tsv  written by `make molecule`: "<scenario>\\t<passed|failed>\\t<seconds>"
+test_summary.py report --results DIR NAME...
+    Prints the summary of those stages in that order (one without a result: not run) and
+    exits 1 unless every one passed.
+test_summary.py go-text
+    Reads `go test -json` on stdin and prints what `go test` prints without -json: the
+    output of failed tests and one line per package, then the counts (also written to
+    $KAIOPS_TEST_STAGE_DIR/go.json when that is set). Go counts are leaf tests: each t.Run
+    case once, its parent not; a package that fails outside any test counts as one failure.
+test_summary.py counts FILE...
+    Prints the counts read from saved junit.xml, go test -json, go.json or molecule.tsv files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+STAGE_DIR_ENV = "KAIOPS_TEST_STAGE_DIR"
+SHOWN_FAILURES = 5  # failed test names shown per stage; the rest are counted
+
+
+@dataclass
+class Counts:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, other: Counts) -> Counts:
+        return Counts(
+            self.passed + other.passed,
+            self.failed + other.failed,
+            self.skipped + other.skipped,
+            self.failures + other.failures,
+        )
+
+
+# --- counts from each tool's own record ---
+
+
+def junit_counts(path: Path) -> Counts:
+    """pytest's junit xml: a testcase per test, with a failure, error or skipped child if so."""
+    counts = Counts()
+    for case in ET.parse(path).iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}".lstrip(":")
+        if case.find("failure") is not None or case.find("error") is not None:
+            counts.failed += 1
+            counts.failures.append(name)
+        elif case.find("skipped") is not None:
+            counts.skipped += 1
+        else:
+            counts.passed += 1
+    return counts
+
+
+def molecule_counts(path: Path) -> Counts:
+    counts = Counts()
+    for line in path.read_text().splitlines():
+        scenario, result = (line.split("\t") + ["", ""])[:2]
+        if result == "passed":
+            counts.passed += 1
+        elif scenario:
+            counts.failed += 1
+            counts.failures.append(scenario)
+    return counts
+
+
+def counts_json(path: Path) -> Counts:
+    return Counts(**json.loads(path.read_text()))
+
+
+class GoTests:
+    """Follows one `go test -json` stream: prints go test's plain output and counts leaf tests."""
+
+    def __init__(self, out=sys.stdout) -> None:
+        self.out = out
+        self.results: dict[tuple[str, str], str] = {}  # (package, test) -> pass/fail/skip
+        self.started: set[tuple[str, str]] = set()
+        self.lines: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (pkg, root) -> lines
+        self.failed_packages: list[str] = []
+
+    def feed(self, raw: str) -> None:
+        try:
+            event = json.loads(raw)
+        except json.JSONDecodeError:
+            self.out.write(raw)  # go's own messages, if any reach stdout
+            return
+        action, pkg, test = event.get("Action"), event.get("Package", ""), event.get("Test")
+        text = event.get("Output", "")
+        if action == "build-output":
+            self.out.write(text)
+        elif test is None:
+            self._package_event(action, pkg, text, event)
+        elif action == "run":
+            self.started.add((pkg, test))
+        elif action == "output":
+            self.lines.setdefault((pkg, test.split("/")[0]), []).append((test, text))
+        elif action in ("pass", "fail", "skip"):
+            self.results[(pkg, test)] = action
+            if "/" not in test:
+                self._root_done(pkg, test, action)
+
+    def _root_done(self, pkg: str, root: str, action: str) -> None:
+        lines = self.lines.pop((pkg, root), [])
+        if action != "fail":
+            return
+        for test, text in lines:
+            if self.results.get((pkg, test)) in ("fail", None) and not text.startswith("=== "):
+                self.out.write(text)
+
+    def _package_event(self, action: str, pkg: str, text: str, event: dict) -> None:
+        if action == "output" and text != "PASS\n":
+            self.out.write(text)
+        elif action == "fail":
+            # tests that never ended (a panic, a timeout): their output is the story
+            for (p, _root), lines in list(self.lines.items()):
+                if p == pkg:
+                    self.out.writelines(text for _, text in lines)
+                    del self.lines[(p, _root)]
+            if event.get("FailedBuild"):
+                self.failed_packages.append(f"{pkg} [build failed]")
+            elif not any(r == "fail" for (p, _), r in self.results.items() if p == pkg):
+                self.failed_packages.append(f"{pkg} [failed outside a test]")
+            for p, test in self.started:
+                if p == pkg and (p, test) not in self.results:
+                    self.results[(p, test)] = "fail"  # started, never finished
+        self.out.flush()
+
+    def counts(self) -> Counts:
+        counts = Counts()
+        tests = {key for key in self.results}
+        parents = {(pkg, test.rsplit("/", 1)[0]) for pkg, test in tests if "/" in test}
+        failed_below = {
+            (pkg, test.rsplit("/", i)[0])
+            for pkg, test in tests
+            if self.results[(pkg, test)] == "fail"
+            for i in range(1, test.count("/") + 1)
+        }
+        for key in sorted(tests):
+            result = self.results[key]
+            if key in parents and (result != "fail" or key in failed_below):
+                continue  # its cases are counted; a parent failing on its own counts once
+            if result == "pass":
+                counts.passed += 1
+            elif result == "skip":
+                counts.skipped += 1
+            else:
+                counts.failed += 1
+                counts.failures.append(f"{key[0]}.{key[1]}")
+        counts.failed += len(self.failed_packages)
+        counts.failures += self.failed_packages
+        return counts
+
+
+def go_counts(path: Path) -> Counts:
+    go = GoTests(out=io.StringIO())
+    for line in path.read_text().splitlines(keepends=True):
+        go.feed(line)
+    return go.counts()
+
+
+def read_counts(path: Path) -> Counts:
+    if path.suffix == ".xml":
+        return junit_counts(path)
+    if path.suffix == ".tsv":
+        return molecule_counts(path)
+    if path.name == "go.json":
+        return counts_json(path)
+    return go_counts(path)  # a saved `go test -json` stream
+
+
+STAGE_FILES = ("junit.xml", "go.json", "molecule.tsv")
+
+
+def stage_counts(folder: Path) -> Counts | None:
+    found = [folder / name for name in STAGE_FILES if (folder / name).exists()]
+    if not found:
+        return None
+    total = Counts()
+    for path in found:
+        try:
+            total = total.add(read_counts(path))
+        except (ET.ParseError, ValueError, TypeError) as exc:
+            total.failures.append(f"unreadable {path.name}: {exc}")
+    return total
+
+
+# --- subcommands ---
+
+
+def stage_folder(results: Path, name: str) -> Path:
+    return results / name.replace("/", "_")
+
+
+def run_stage(results: Path, name: str, command: list[str]) -> int:
+    folder = stage_folder(results, name)
+    folder.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env[STAGE_DIR_ENV] = str(folder)
+    env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={folder / 'junit.xml'}"
+    print(f"== stage {name}", flush=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(command, env=env)
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        rc = proc.wait()  # the stage got the same signal; let it finish its own cleanup
+        rc = rc if rc else 130
+    seconds = time.monotonic() - started
+    counts = stage_counts(folder)
+    record = {"name": name, "rc": rc, "seconds": round(seconds, 1), "command": command}
+    record["counts"] = asdict(counts) if counts else None
+    (folder / "result.json").write_text(json.dumps(record, indent=2) + "\n")
+    verdict = "passed" if rc == 0 else f"failed (exit {rc})"
+    print(f"== stage {name}: {verdict} in {duration(seconds)}")
+    return rc
+
+
+def duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def report(results: Path, names: list[str], out=sys.stdout) -> int:
+    rows, failed, not_run = [], [], []
+    total, total_s = Counts(), 0.0
+    for name in names:
+        path = stage_folder(results, name) / "result.json"
+        if not path.exists():
+            rows.append((name, "not run", None, None))
+            not_run.append(name)
+            continue
+        rec = json.loads(path.read_text())
+        counts = Counts(**rec["counts"]) if rec.get("counts") else None
+        result = "passed" if rec["rc"] == 0 else f"FAILED ({rec['rc']})"
+        if rec["rc"] != 0:
+            failed.append(name)
+        rows.append((name, result, counts, rec["seconds"]))
+        total = total.add(counts) if counts else total
+        total_s += rec["seconds"]
+
+    width = max(len(n) for n in names + ["total"]) + 2
+    head = f"  {'stage':<{width}}{'result':<13}{'passed':>7}{'failed':>8}{'skipped':>9}{'time':>9}"
+    print(f"\n== make test: summary (each stage's records: {results})", file=out)
+    print(head, file=out)
+    for name, result, counts, seconds in rows:
+        line = f"  {name:<{width}}{result:<13}"
+        if seconds is not None:
+            nums = (counts.passed, counts.failed, counts.skipped) if counts else ("-",) * 3
+            line += f"{nums[0]:>7}{nums[1]:>8}{nums[2]:>9}{duration(seconds):>9}"
+        print(line.rstrip(), file=out)
+        for failure in (counts.failures if counts else [])[:SHOWN_FAILURES]:
+            print(f"  {'':<{width}}  failed: {failure}", file=out)
+        if counts and len(counts.failures) > SHOWN_FAILURES:
+            more = len(counts.failures) - SHOWN_FAILURES
+            print(f"  {'':<{width}}  ... and {more} more", file=out)
+    verdict = "passed" if not failed and not not_run else "FAILED"
+    print(
+        f"  {'total':<{width}}{verdict:<13}{total.passed:>7}{total.failed:>8}{total.skipped:>9}"
+        f"{duration(total_s):>9}",
+        file=out,
+    )
+    print("  counts: pytest tests, Go leaf tests (each t.Run case), Molecule scenarios", file=out)
+    if failed or not_run:
+        why = f"failed: {', '.join(failed)}" if failed else "stopped"
+        if not_run:
+            why += f"; not run: {', '.join(not_run)}"
+        print(f"make test: FAILED - {why}", file=out)
+        return 1
+    print(f"make test: passed - {len(names)} stages in {duration(total_s)}", file=out)
+    return 0
+
+
+def go_text(stdin=sys.stdin, out=sys.stdout) -> int:
+    go = GoTests(out)
+    for line in stdin:
+        go.feed(line)
+    counts = go.counts()
+    c = counts
+    print(f"go test: {c.passed} passed, {c.failed} failed, {c.skipped} skipped", file=out)
+    folder = os.environ.get(STAGE_DIR_ENV)
+    if folder:
+        Path(folder, "go.json").write_text(json.dumps(asdict(counts), indent=2) + "\n")
+    return 1 if counts.failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="test_summary.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    st = sub.add_parser("stage", help="run one stage and record it")
+    st.add_argument("--results", type=Path, required=True)
+    st.add_argument("name")
+    st.add_argument("command", nargs=argparse.REMAINDER)
+    rp = sub.add_parser("report", help="the summary of the named stages")
+    rp.add_argument("--results", type=Path, required=True)
+    rp.add_argument("names", nargs="+")
+    sub.add_parser("go-text", help="go test -json on stdin -> go test's plain output and counts")
+    ct = sub.add_parser("counts", help="counts read from saved files")
+    ct.add_argument("files", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+
+    if args.cmd == "stage":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if not command:
+            parser.error("stage: no command after --")
+        return run_stage(args.results, args.name, command)
+    if args.cmd == "report":
+        return report(args.results, args.names)
+    if args.cmd == "go-text":
+        return go_text()
+    for path in args.files:
+        c = read_counts(path)
+        print(f"{path}: {c.passed} passed, {c.failed} failed, {c.skipped} skipped")
+        for failure in c.failures:
+            print(f"  failed: {failure}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
