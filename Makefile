@@ -6,14 +6,35 @@ SHELL := /bin/bash
 KAIOPS_CACHE ?= $(HOME)/.cache/kaiops
 export KAIOPS_CACHE
 
+# Colour only on a terminal. When make's output is not one (MAKE_TERMOUT is make's own
+# `[ -t 1 ]`) or NO_COLOR is set (https://no-color.org), every tool is told to print plain text:
+# ansible (NOCOLOR; FORCE_COLOR=0, which molecule would otherwise set to 1 when TERM says xterm),
+# molecule, pytest and ansible-lint (PY_COLORS=0, NO_COLOR), pytest (--color=no), ruff (NO_COLOR);
+# FORCE_COLOR and CLICOLOR_FORCE from the caller's environment are dropped.
+# Decided here once; sub-makes and every recipe inherit the exports.
+ifeq ($(if $(NO_COLOR),,$(MAKE_TERMOUT)),)
+export NO_COLOR := 1
+export PY_COLORS := 0
+export ANSIBLE_NOCOLOR := 1
+export ANSIBLE_FORCE_COLOR := 0
+export PYTEST_ADDOPTS := $(strip $(filter-out --color=no,$(PYTEST_ADDOPTS)) --color=no)
+unexport FORCE_COLOR CLICOLOR_FORCE
+endif
+
 include mk/python.mk
 include mk/lab.mk
 
-.PHONY: help test drill molecule go-lint
+.PHONY: help test drill molecule go-lint clean
+# Each target's `## text`; a $(VARIABLE) in that text is shown with its value.
+HASH := \#
+HELP_VARS = $(sort $(patsubst $$(%),%,$(shell grep -hE '^[a-zA-Z_-]+:.*$(HASH)$(HASH) ' $(MAKEFILE_LIST) | sed 's/.*$(HASH)$(HASH) //' | grep -oE '\$$\([A-Za-z_]+\)')))
 help: ## list targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | $(foreach v,$(HELP_VARS),$(v)='$($(v))') awk -F':.*## ' \
+	  '{ t = $$2; while (match(t, /\$$\([A-Za-z_]+\)/)) t = substr(t, 1, RSTART - 1) ENVIRON[substr(t, RSTART + 2, RLENGTH - 3)] substr(t, RSTART + RLENGTH); \
+	     printf "  %-16s %s\n", $$1, t }'
 
-GO_MODULES_TESTED := tools/gpuprobe lab/fakegpu
+# lab/kai-standin: our KAI stand-in, tested once its module is in the tree.
+GO_MODULES_TESTED := tools/gpuprobe lab/fakegpu $(patsubst %/go.mod,%,$(wildcard lab/kai-standin/go.mod))
 
 GO_MODULES_OWN := $(GO_MODULES_TESTED) lab/build/etcd
 
@@ -21,27 +42,68 @@ go-lint: ## gofmt and go vet over our own Go code
 	@out=$$(gofmt -l $(GO_MODULES_OWN)); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	@for m in $(GO_MODULES_OWN); do (cd $$m && go vet ./...) || exit 1; done
 
-test: venv lab-deps ## set up everything and run the whole suite (CI runs exactly this)
-	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory go-lint
-	$(MAKE) --no-print-directory unit
-	@for m in $(GO_MODULES_TESTED); do (cd $$m && go test ./...) || exit 1; done
-	cd tools/gpuprobe && CGO_ENABLED=1 go test -tags cuda ./...
-	@# a fresh lab: whatever an earlier run or a killed session left is cleaned up first
-	$(MAKE) --no-print-directory lab-down
-	$(MAKE) --no-print-directory lab-up
-	$(VENV_ENV) $(PYTEST) tests/lab
-	$(MAKE) --no-print-directory molecule
-	$(VENV_ENV) $(PYTEST) tests/lifecycle
+# make test's stages, in order; the first that fails stops the run. Each runs through
+# tools/test_summary.py (its time, exit status and counts: pytest's junit xml, go test -json,
+# the Molecule loop's results, kept in $(TEST_RESULTS)), and a summary of every stage ends the
+# output whatever happened. A fresh lab: whatever an earlier run or a killed session left is
+# cleaned up first (lab-down before lab-up).
+TEST_STAGES = lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe \
+	lab-down lab-up pytest/tests/lab molecule pytest/tests/lifecycle
+TEST_RESULTS ?= $(KAIOPS_CACHE)/test-results
+TEST_SUMMARY = $(PY) $(CURDIR)/tools/test_summary.py
 
-molecule: venv ## Molecule scenarios against the running lab
-	@for s in $$(ls molecule); do \
-	  echo "== molecule $$s"; \
-	  $(VENV_ENV) molecule test -s $$s || exit 1; \
-	done
+test: venv lab-deps ## set up everything and run the whole suite, then a summary per stage (CI runs exactly this)
+	@rm -rf "$(TEST_RESULTS)"; \
+	for s in $(TEST_STAGES); do \
+	  $(TEST_SUMMARY) stage --results "$(TEST_RESULTS)" $$s -- $(MAKE) --no-print-directory $$s || break; \
+	done; \
+	$(TEST_SUMMARY) report --results "$(TEST_RESULTS)" $(TEST_STAGES)
+
+# One Go module's tests with go test's usual output and the counts: make go-test/lab/fakegpu
+go-test/%: $(VENV_STAMP)
+	@set -o pipefail; cd $* && go test -json ./... | $(TEST_SUMMARY) go-text
+go-test-cuda/%: $(VENV_STAMP)
+	@set -o pipefail; cd $* && CGO_ENABLED=1 go test -tags cuda -json ./... | $(TEST_SUMMARY) go-text
+
+# One pytest folder: make pytest/tests/lab
+pytest/%: $(VENV_STAMP)
+	$(VENV_ENV) $(PYTEST) $*
+
+# Every scenario runs, whatever the one before did; then which failed. molecule/default is not
+# a test (its molecule.yml says why). MOLECULE_GLOB names where our scenarios are: molecule sees
+# galaxy.yml, takes this for a collection, expects its scenarios in extensions/molecule/ and
+# otherwise warns on every run.
+MOLECULE_SCENARIOS = $(filter-out default,$(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+
+molecule: venv ## Molecule scenarios against the running lab (all of them, then which failed)
+	@failed=; for s in $(MOLECULE_SCENARIOS); do \
+	  echo "== molecule $$s"; started=$$SECONDS; \
+	  if MOLECULE_GLOB='molecule/*/molecule.yml' $(VENV_ENV) molecule test -s $$s; then r=passed; else r=failed; failed="$$failed $$s"; fi; \
+	  echo "== molecule $$s: $$r in $$((SECONDS - started))s"; \
+	  if [ -n "$$KAIOPS_TEST_STAGE_DIR" ]; then printf '%s\t%s\t%s\n' $$s $$r $$((SECONDS - started)) >> "$$KAIOPS_TEST_STAGE_DIR/molecule.tsv"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "molecule: failed:$$failed"; exit 1; fi
 
 drill: venv lab-deps ## bring up the lab and run the main job (rollout.yml) against it
 	$(MAKE) --no-print-directory lab-up
 	@# the lab's kubectl and helm first on PATH; the report's place is printed whatever the verdict
 	@eval "$$($(LAB) env)"; $(VENV_ENV) $(ANSIBLE_PLAYBOOK) rollout.yml; rc=$$?; \
 	echo; echo "report: $(CURDIR)/evidence/latest/report.md (exit status $$rc)"; exit $$rc
+
+# Evidence bundles are <UTC start>-<playbook>-<id> folders, so their names sort by time. The one
+# evidence/latest points at is always kept, and nothing else in evidence/ is touched. A lab state
+# folder means a lab is up or left something behind: make lab-down's own `down` undoes it.
+KEEP_EVIDENCE ?= 20
+EVIDENCE_ROOT ?= $(or $(KAIOPS_EVIDENCE_ROOT),$(CURDIR)/evidence)
+
+clean: ## remove evidence bundles but the newest $(KEEP_EVIDENCE) (KEEP_EVIDENCE) and latest; make lab-down if a lab state folder exists
+	@case "$(KEEP_EVIDENCE)" in ''|*[!0-9]*) echo "KEEP_EVIDENCE must be a number of runs, got '$(KEEP_EVIDENCE)'"; exit 2;; esac; \
+	latest=$$(basename "$$(readlink "$(EVIDENCE_ROOT)/latest" 2>/dev/null)" 2>/dev/null); \
+	mapfile -t old < <(ls -1 "$(EVIDENCE_ROOT)" 2>/dev/null | grep -E '^[0-9]{8}T[0-9]{6}Z-' | sort -r | tail -n +$$(($(KEEP_EVIDENCE) + 1))); \
+	removed=0; for b in "$${old[@]}"; do \
+	  if [ "$$b" != "$$latest" ]; then rm -rf "$(EVIDENCE_ROOT)/$$b" && removed=$$((removed + 1)); fi; \
+	done; \
+	echo "evidence: removed $$removed bundles older than the newest $(KEEP_EVIDENCE) in $(EVIDENCE_ROOT)$${latest:+ (kept latest: $$latest)}"
+	@kubeconfig=$$($(LAB) kubeconfig) || exit 1; state=$$(dirname "$$kubeconfig"); \
+	if [ -d "$$state" ]; then echo "lab: state folder $$state exists: taking the lab down"; $(LAB) down; \
+	else echo "lab: no state folder ($$state): nothing to clean"; fi

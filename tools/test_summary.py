@@ -217,7 +217,7 @@ def run_stage(results: Path, name: str, command: list[str]) -> int:
     env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={folder / 'junit.xml'}"
     print(f"== stage {name}", flush=True)
     started = time.monotonic()
-    proc = subprocess.Popen(command, env=env)
+    proc = subprocess.Popen(command, env=env, close_fds=False)  # keeps make's jobserver
     try:
         rc = proc.wait()
     except KeyboardInterrupt:
