@@ -1,0 +1,247 @@
+package binder
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kaiops.dev/lab/kai-standin/api"
+	"kaiops.dev/lab/kai-standin/internal/boot"
+)
+
+// PluginConfig is one entry of --plugins, KAI's JSON map keyed by plugin name.
+type PluginConfig struct {
+	Enabled   *bool             `json:"enabled,omitempty"`
+	Priority  *int              `json:"priority,omitempty"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+var defaultPlugins = map[string]struct {
+	priority int
+	enabled  bool
+}{
+	"volumebinding":    {300, true},
+	"dynamicresources": {200, true},
+	"gpusharing":       {100, true},
+	"hamicore":         {50, false},
+}
+
+type resolvedPlugin struct {
+	name     string
+	priority int
+	args     map[string]string
+}
+
+// resolvePlugins applies --plugins over KAI's defaults and orders by descending
+// priority, ties by name.
+func resolvePlugins(raw string) ([]resolvedPlugin, error) {
+	over := map[string]PluginConfig{}
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &over); err != nil {
+			return nil, fmt.Errorf("failed to parse --plugins: %w", err)
+		}
+	}
+	var out []resolvedPlugin
+	for name, d := range defaultPlugins {
+		enabled, prio, args := d.enabled, d.priority, map[string]string(nil)
+		if o, ok := over[name]; ok {
+			if o.Enabled != nil {
+				enabled = *o.Enabled
+			}
+			if o.Priority != nil {
+				prio = *o.Priority
+			}
+			args = o.Arguments
+		}
+		if enabled {
+			out = append(out, resolvedPlugin{name, prio, args})
+		}
+	}
+	for name := range over {
+		if _, ok := defaultPlugins[name]; !ok {
+			return nil, fmt.Errorf("unknown binder plugin %q", name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].priority != out[j].priority {
+			return out[i].priority > out[j].priority
+		}
+		return out[i].name < out[j].name
+	})
+	return out, nil
+}
+
+// startOnceCache lets the binder start the cache itself, sync reservations over it, and
+// only then start the manager (which starts its cache again): KAI's startup order.
+type startOnceCache struct {
+	cache.Cache
+	once sync.Once
+}
+
+func (c *startOnceCache) Start(ctx context.Context) error {
+	first := false
+	c.once.Do(func() { first = true })
+	if first {
+		return c.Cache.Start(ctx)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func jsonFlag(fs *flag.FlagSet, name, usage string, into any) {
+	fs.Func(name, usage, func(v string) error { return json.Unmarshal([]byte(v), into) })
+}
+
+// Main runs `kai-standin binder`.
+func Main(args []string) error {
+	fs := flag.NewFlagSet("binder", flag.ContinueOnError)
+	var common boot.Common
+	common.Bind(fs)
+	res := &Reservation{}
+	var schedulerName, probeAddr, metricsAddr, plugins, cmWrite string
+	var maxReconciles, allocTimeout, baseDelay, maxDelay, volumeBindingTimeout int
+	var fakeGPU bool
+	fs.StringVar(&schedulerName, "scheduler-name", "kai-scheduler", "pods of this scheduler get reservation syncs")
+	fs.StringVar(&res.Namespace, "resource-reservation-namespace", "kai-resource-reservation", "namespace of GPU reservation pods")
+	fs.StringVar(&res.ServiceAccount, "resource-reservation-service-account", "kai-resource-reservation", "service account of reservation pods")
+	fs.StringVar(&res.AppLabel, "resource-reservation-app-label", "kai-resource-reservation", "app label of reservation pods")
+	fs.StringVar(&res.Image, "resource-reservation-pod-image", "registry/local/kai-scheduler/resource-reservation", "reservation pod image")
+	fs.StringVar(&res.ScaleAdjustNamespace, "scale-adjust-namespace", "kai-scale-adjust", "namespace of the node-scale-adjuster's scaling pods")
+	fs.StringVar(&res.RuntimeClassName, "runtime-class-name", "", "runtimeClassName of reservation pods")
+	jsonFlag(fs, "resource-reservation-pod-resources", "JSON ResourceRequirements of reservation pods (any GPU key dropped)", &res.Resources)
+	jsonFlag(fs, "resource-reservation-pod-security-context", "JSON PodSecurityContext of reservation pods", &res.PodSecurityContext)
+	jsonFlag(fs, "resource-reservation-container-security-context", "JSON SecurityContext of the reservation container", &res.ContainerSecurityContext)
+	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "probe address (no checks are registered, as in KAI)")
+	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics address")
+	fs.IntVar(&maxReconciles, "max-concurrent-reconciles", 10, "parallel BindRequest reconciles")
+	fs.IntVar(&allocTimeout, "resource-reservation-allocation-timeout", 40, "seconds to wait for a reservation pod's GPU id")
+	fs.IntVar(&baseDelay, "rate-limiter-base-delay", 1, "first retry delay in seconds")
+	fs.IntVar(&maxDelay, "rate-limiter-max-delay", 60, "largest retry delay in seconds")
+	fs.IntVar(&volumeBindingTimeout, "volume-binding-timeout-seconds", 120, "accepted; volumes are not modelled")
+	fs.StringVar(&plugins, "plugins", "", "JSON map of binder plugins {name: {enabled, priority, arguments}}")
+	fs.BoolVar(&fakeGPU, "fake-gpu-nodes", false, "reservation pods run `ubuntu sleep infinity`")
+	fs.StringVar(&cmWrite, "standin-configmap-write", "", "GPU-sharing ConfigMap write: empty-map, race-fix-unguarded or race-fix-guarded (meta/kai_releases.yml)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	setup := common.Start("binder")
+	write, err := ParseConfigMapWrite(cmWrite)
+	if err != nil {
+		return fmt.Errorf("--standin-configmap-write: %w", err)
+	}
+	resolved, err := resolvePlugins(plugins)
+	if err != nil {
+		return err
+	}
+	res.FakeGPUNodes = fakeGPU
+	res.Timeout = boot.Seconds(allocTimeout)
+	cfg, err := common.RestConfig()
+	if err != nil {
+		return err
+	}
+	return run(cfg, setup, res, resolved, write, schedulerName, probeAddr, metricsAddr, maxReconciles, baseDelay, maxDelay)
+}
+
+func run(cfg *rest.Config, setup logr.Logger, res *Reservation, plugins []resolvedPlugin, write ConfigMapWrite,
+	schedulerName, probeAddr, metricsAddr string, maxReconciles, baseDelay, maxDelay int) error {
+	scheme := boot.Scheme()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		NewCache: func(c *rest.Config, o cache.Options) (cache.Cache, error) {
+			inner, err := cache.New(c, o)
+			return &startOnceCache{Cache: inner}, err
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create manager: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, FieldNodeName, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		return err
+	}
+	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("failed to build watch client: %w", err)
+	}
+	rec, stop, err := boot.NewRecorder(cfg, scheme, "binder")
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	res.Reader, res.Writer, res.Watcher = mgr.GetCache(), mgr.GetClient(), watcher
+	b := &Binder{Writer: mgr.GetClient(), Reservation: res}
+	flags := map[string]any{"configMapWrite": string(write), "fakeGPUNodes": res.FakeGPUNodes}
+	for _, p := range plugins {
+		flags[p.name] = map[string]any{"priority": p.priority, "arguments": p.args}
+		switch p.name {
+		case "gpusharing":
+			cdi, _ := strconv.ParseBool(p.args["cdiEnabled"])
+			b.Plugins = append(b.Plugins, &GPUSharing{Reader: mgr.GetCache(), Writer: mgr.GetClient(), Write: write, CDIEnabled: cdi})
+		case "hamicore":
+			return fmt.Errorf("binder plugin hamicore is not reproduced by the stand-in (CONTRACT.md)")
+		default:
+			b.Plugins = append(b.Plugins, noopPlugin(p.name))
+		}
+	}
+	ctrl.Log.WithName("binder-plugins").Info("Feature flags", "plugins", flags)
+
+	r := &Reconciler{Reader: mgr.GetCache(), Writer: mgr.GetClient(), Recorder: rec, Binder: b}
+	err = ctrl.NewControllerManagedBy(mgr).Named("bindrequest").
+		For(&api.BindRequest{}).
+		Watches(&api.BindRequest{}, BindRequestHandler(res)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: maxReconciles,
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
+				boot.Seconds(baseDelay), boot.Seconds(maxDelay)),
+		}).
+		Complete(r)
+	if err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("pod").
+		Watches(&corev1.Pod{}, PodHandler(res, schedulerName)).
+		Complete(noopReconciler{}); err != nil {
+		return err
+	}
+
+	go func() {
+		if err := mgr.GetCache().Start(ctx); err != nil {
+			setup.Error(err, "cache stopped")
+		}
+	}()
+	for _, o := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.ConfigMap{}, &api.BindRequest{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
+			return fmt.Errorf("failed to start informer for %T: %w", o, err)
+		}
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("cache did not sync")
+	}
+	setup.Info("syncing resource reservation")
+	if err := res.SyncAll(ctx); err != nil {
+		setup.Error(err, "unable to sync resource reservation")
+		panic(err)
+	}
+	setup.Info("starting manager")
+	return mgr.Start(ctx)
+}

@@ -1,3 +1,0 @@
-package binder
-
-func Main(args []string) error { return nil }

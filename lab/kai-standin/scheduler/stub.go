@@ -1,3 +1,0 @@
-package scheduler
-
-func Main(args []string) error { return nil }
