@@ -43,7 +43,9 @@ type Binder struct {
 	Plugins     []Plugin
 }
 
-func fraction(br *api.BindRequest) bool { return br.Spec.ReceivedResourceType == api.ResourceTypeFraction }
+func fraction(br *api.BindRequest) bool {
+	return br.Spec.ReceivedResourceType == api.ResourceTypeFraction
+}
 
 func (b *Binder) Bind(ctx context.Context, pod *corev1.Pod, node *corev1.Node, br *api.BindRequest) error {
 	l := log.FromContext(ctx)

@@ -1,3 +1,0 @@
-package gpustatus
-
-func Main(args []string) error { return nil }

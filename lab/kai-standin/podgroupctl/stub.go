@@ -1,3 +1,0 @@
-package podgroupctl
-
-func Main(args []string) error { return nil }

@@ -1,3 +1,0 @@
-package queuectl
-
-func Main(args []string) error { return nil }
