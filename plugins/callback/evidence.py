@@ -24,8 +24,10 @@ description:
   - C(status) is V(complete) when the playbook reached its end, whether hosts failed or not
     (C(run.json) C(outcome) says V(succeeded) or V(failed)), and V(interrupted) when the run was
     stopped (SIGINT/Ctrl-C, SIGTERM, SIGHUP) or ended early; the bundle is hashed either way.
-  - Exports C(KAIOPS_EVIDENCE_DIR) (the run's folder) in the controller's environment at playbook
-    start; modules running on the controller inherit it and write their files there.
+  - Registers the run's folder for every play as it starts (the run's context on the controller,
+    C(plugins/plugin_utils/run_context.py)); the collection's action plugins find it from the
+    task's play and give it to the modules that write evidence as their C(evidence_dir) option.
+    Nothing is exported into the environment.
   - Results of C(no_log) tasks are never written; values of keys that look secret are replaced
     with C(**REDACTED**), and Secret objects lose C(data) and C(stringData).
   - A notification callback, not a stdout one, so the screen output (and Molecule's
@@ -91,19 +93,21 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
-    ENV_EVIDENCE_DIR,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     MANIFEST,
     STATUS_FILE,
     build_manifest,
-    canonical_json,
-    safe_name,
     sha256_file,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.redact import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
     DEFAULT_SECRET_KEY_PATTERN,
     Redactor,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
+    canonical_json,
+    safe_name,
+)
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils import run_context
 
 try:
     from importlib import metadata as importlib_metadata
@@ -279,6 +283,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_play_start(self, play):
         self._play = play.get_name()
+        self._register(play)
 
     def v2_runner_on_start(self, host, task):
         self._starts[(host.get_name(), task._uuid)] = utcnow()
@@ -328,13 +333,19 @@ class CallbackModule(CallbackBase):
         self._bundle.run["evidence"] = {
             "root": root,
             "dir": self._bundle.path,
-            "env_var": ENV_EVIDENCE_DIR,
+            "context": "registered per play for the collection's action plugins",
         }
         self._bundle.write_run()
-        os.environ[ENV_EVIDENCE_DIR] = self._bundle.path
         atexit.register(self._at_exit)
         self._install_signal_handlers()
         self._display.display("kaiops evidence: %s" % self._bundle.path)
+
+    def _register(self, play):
+        """The run's context: the collection's action plugins find the bundle from the play."""
+        if self._bundle is not None:
+            run_context.register(
+                getattr(play, "_uuid", None), self._bundle.root, self._bundle.path, self._bundle.id
+            )
 
     def _record(self, event, result, ignore_errors=False):
         if self._bundle is None:

@@ -14,10 +14,11 @@ options:
   evidence_dir:
     description:
       - The run's evidence folder, into which the module writes its files.
-      - When omitted, the C(KAIOPS_EVIDENCE_DIR) environment variable is used; the
-        C(kaiops.runbooks.evidence) callback exports it at playbook start, and modules that run
-        on the controller (C(ansible_connection=local)) inherit it.
-      - When neither is set the module writes nothing and warns; its result is unchanged.
+      - When omitted, the module's action plugin gives it the run's folder on the controller, as
+        the C(kaiops.runbooks.evidence) callback registered it for the task's play (the run's
+        context), whatever the host's connection.
+      - When there is none (the callback is not enabled) the module writes nothing and warns;
+        its result is unchanged.
       - The module never writes outside this folder and never replaces a file in it.
     type: path
 """

@@ -13,8 +13,8 @@ class ModuleDocFragment(object):
 options:
   kubeconfig:
     description:
-      - Path to the kubeconfig file of the cluster, on the machine that runs the module
-        (the controller, with C(ansible_connection=local)).
+      - Path to the kubeconfig file of the cluster, on the controller (the collection's modules
+        run on the controller, whatever the host's connection, since a host is a cluster).
       - When omitted, the C(KUBECONFIG) environment variable, then C(~/.kube/config), then the
         in-cluster service account are tried, as C(kubectl) does.
     type: path

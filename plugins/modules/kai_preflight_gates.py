@@ -28,6 +28,8 @@ description:
     recorded (the version running now, or a revision that exists).
   - Returns every gate with its figure, threshold and pass or fail, and one message naming every
     failed gate and its fix. The module never fails because a gate failed; the caller decides.
+extends_documentation_fragment:
+  - kaiops.runbooks.evidence
 options:
   cluster:
     description: Name of the cluster (inventory host) the gates are for.
@@ -65,8 +67,8 @@ options:
     type: raw
   evidence_root:
     description:
-      - The evidence store to search for reproduce reports. Default - the parent folder of
-        C(KAIOPS_EVIDENCE_DIR) (the run's own folder, exported by the evidence callback).
+      - The evidence store to search for reproduce reports. Default - the store the run's own
+        bundle is in (the run's context, given by the action plugin).
     type: path
   inventory:
     description: The cluster's C(kai_inventory__output). Used with O(stage=cluster).
@@ -170,37 +172,38 @@ cluster:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout_runner import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
     run_preflight_gates,
 )
 
 
 def argspec():
-    return {
-        "cluster": {"type": "str", "required": True},
-        "stage": {"type": "str", "choices": ["inputs", "cluster"], "required": True},
-        "change_owner": {"type": "raw"},
-        "target_version": {"type": "raw"},
-        "thresholds": {"type": "raw"},
-        "rollback_target": {"type": "raw"},
-        "regression_waiver": {"type": "raw"},
-        "evidence_root": {"type": "path"},
-        "inventory": {"type": "dict"},
-        "namespace": {"type": "str", "default": "kai-scheduler"},
-        "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
-        "helm_release": {"type": "str", "default": "kai-scheduler"},
-    }
+    return merge_specs(
+        EVIDENCE_ARG_SPEC,
+        {
+            "cluster": {"type": "str", "required": True},
+            "stage": {"type": "str", "choices": ["inputs", "cluster"], "required": True},
+            "change_owner": {"type": "raw"},
+            "target_version": {"type": "raw"},
+            "thresholds": {"type": "raw"},
+            "rollback_target": {"type": "raw"},
+            "regression_waiver": {"type": "raw"},
+            "evidence_root": {"type": "path"},
+            "inventory": {"type": "dict"},
+            "namespace": {"type": "str", "default": "kai-scheduler"},
+            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
+            "helm_release": {"type": "str", "default": "kai-scheduler"},
+        },
+    )
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    try:
-        run_preflight_gates(module)
-    except KaiopsError as exc:
-        module.fail_json(msg=exc.msg, **exc.result())
+    run_module(argspec(), run_preflight_gates)
 
 
 if __name__ == "__main__":

@@ -110,22 +110,17 @@ journal:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
+from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
     EVIDENCE_ARG_SPEC,
     merge_specs,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.client import (
-    HAS_KUBERNETES,
-    KUBERNETES_IMPORT_ERROR,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery import STEPS
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_runner import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_apply,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import STEPS
 
 
 def argspec():
@@ -145,15 +140,7 @@ def argspec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    if not HAS_KUBERNETES:
-        module.fail_json(
-            msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR)
-        )
-    try:
-        run_recovery_apply(module)
-    except KaiopsError as exc:
-        module.fail_json(msg=exc.msg, **exc.result())
+    run_module(argspec(), run_recovery_apply, libraries=[KUBERNETES])
 
 
 if __name__ == "__main__":

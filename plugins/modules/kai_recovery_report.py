@@ -66,14 +66,12 @@ evidence_dir:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     EVIDENCE_ARG_SPEC,
     merge_specs,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_runner import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_report,
 )
 
@@ -83,11 +81,7 @@ def argspec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    try:
-        run_recovery_report(module)
-    except KaiopsError as exc:
-        module.fail_json(msg=exc.msg, **exc.result())
+    run_module(argspec(), run_recovery_report)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import os
 import sys
 
 import pytest
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -12,6 +13,12 @@ FIXTURES = os.path.join(HERE, "fixtures")
 sys.path.insert(0, HERE)
 
 from fakeapi import FakeAPI, FakeClient  # noqa: E402
+
+# KAI's release facts: the collection's one data file (tests read it, never restate it).
+with open(os.path.join(REPO, "meta", "kai_releases.yml")) as _handle:
+    RELEASES = yaml.safe_load(_handle)
+AFFECTED_RANGE = RELEASES["affected_range"]
+PRE, PATCHED = RELEASES["pair"]["pre"], RELEASES["pair"]["patched"]
 
 
 def fixture_path(*parts):

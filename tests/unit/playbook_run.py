@@ -12,8 +12,6 @@ import sys
 import yaml
 from conftest import REPO
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import ENV_EVIDENCE_DIR
-
 BIN = os.path.dirname(sys.executable)
 LOCAL_HOST = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
 
@@ -27,7 +25,7 @@ def write_inventory(path, hosts, common=None):
 def run_playbook(tmp_path, playbook, inventory, *args, path_first=None):
     """ansible-playbook `playbook` (relative to the repo) -> (CompletedProcess, bundle path)."""
     env = dict(os.environ)
-    env.pop(ENV_EVIDENCE_DIR, None)
+    env.pop("KAIOPS_EVIDENCE_DIR", None)  # of old; nothing reads it now
     env.pop("KUBERNETES_SERVICE_HOST", None)
     path = [BIN, "/usr/bin", "/bin"]
     env.update(

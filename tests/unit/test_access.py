@@ -2,8 +2,8 @@
 
 import pytest
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.access import read_optional
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
 
 
 def _raise(status):

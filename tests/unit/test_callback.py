@@ -12,11 +12,16 @@ import pytest
 from conftest import REPO
 
 from ansible_collections.kaiops.runbooks.plugins.callback import evidence
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
-    ENV_EVIDENCE_DIR,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     verify_manifest,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.redact import REDACTED, Redactor
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    REDACTED,
+    Redactor,
+)
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils import run_context
+
+ENV_EVIDENCE_DIR = "KAIOPS_EVIDENCE_DIR"  # the variable of old: never set any more
 
 BIN = os.path.dirname(sys.executable)
 
@@ -113,18 +118,25 @@ def callback(tmp_path, monkeypatch):
     playbook.write_text("- hosts: all\n")
     cb.v2_playbook_on_start(SimpleNamespace(_file_name=str(playbook), _loader=None))
     yield cb
-    os.environ.pop(ENV_EVIDENCE_DIR, None)
+    run_context.forget_all()
 
 
 def result(task, host="lab", **data):
     return SimpleNamespace(task=task, host=Host(host), result=data)
 
 
-def test_callback_exports_folder_and_records_every_event(callback):
+def test_callback_registers_the_run_per_play_and_records_every_event(callback):
     bundle = callback._bundle
-    assert os.environ[ENV_EVIDENCE_DIR] == bundle.path
+    assert ENV_EVIDENCE_DIR not in os.environ
     task = Task("wait")
-    callback.v2_playbook_on_play_start(SimpleNamespace(get_name=lambda: "play"))
+    assert run_context.for_play("play-uuid") is None
+    callback.v2_playbook_on_play_start(SimpleNamespace(get_name=lambda: "play", _uuid="play-uuid"))
+    assert run_context.for_play("play-uuid") == {
+        "root": bundle.root,
+        "dir": bundle.path,
+        "id": bundle.id,
+    }
+    assert ENV_EVIDENCE_DIR not in os.environ
     callback.v2_runner_on_start(Host("lab"), task)
     callback.v2_runner_retry(result(task, attempts=1, retries=3, msg="not yet"))
     callback.v2_runner_retry(result(task, attempts=2, retries=3, msg="not yet"))

@@ -4,13 +4,13 @@ import socket
 
 import pytest
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.client import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import (
     ACCEPT_METADATA,
     KubeClient,
     group_version_path,
     load_api_client,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""module_utils/evidence.py: the writer, the manifest, the folder lookup (real temp folders)."""
+"""module_utils/evidence/: the writer, the manifest, the folder lookup (real temp folders)."""
 
 import os
 import subprocess
@@ -6,14 +6,15 @@ import subprocess
 import pytest
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
-    ENV_EVIDENCE_DIR,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     MANIFEST,
-    EvidenceWriter,
     build_manifest,
+    verify_manifest,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
+    EvidenceWriter,
     resolve_evidence_dir,
     safe_name,
-    verify_manifest,
 )
 
 
@@ -32,17 +33,20 @@ def test_safe_name_confines_characters(text, expected):
     assert safe_name(text) == expected
 
 
-def test_resolve_evidence_dir_prefers_option_then_env(tmp_path):
+def test_resolve_evidence_dir_takes_the_option_and_never_the_environment(tmp_path, monkeypatch):
     other = tmp_path / "other"
     other.mkdir()
-    assert resolve_evidence_dir(str(tmp_path), {ENV_EVIDENCE_DIR: str(other)}) == str(tmp_path)
-    assert resolve_evidence_dir(None, {ENV_EVIDENCE_DIR: str(other)}) == str(other)
-    assert resolve_evidence_dir(None, {}) is None
+    monkeypatch.setenv("KAIOPS_EVIDENCE_DIR", str(other))
+    assert resolve_evidence_dir(str(tmp_path)) == str(tmp_path)
+    assert resolve_evidence_dir(None) is None
+    assert resolve_evidence_dir("") is None
 
 
 def test_resolve_evidence_dir_rejects_missing_folder(tmp_path):
-    with pytest.raises(KaiopsError, match=r"Failed to open evidence folder .* \(from KAIOPS"):
-        resolve_evidence_dir(None, {ENV_EVIDENCE_DIR: str(tmp_path / "nope")})
+    with pytest.raises(
+        KaiopsError, match=r"Failed to open evidence folder .* \(from evidence_dir\)"
+    ):
+        resolve_evidence_dir(str(tmp_path / "nope"))
 
 
 def test_writer_never_replaces_a_file(tmp_path):

@@ -8,8 +8,10 @@ from decimal import Decimal
 
 import pytest
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils import gpu_access as ga
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import records
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import report as ga_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import service as ga
 
 # One line printed by kaiops.dev/gpuprobe:0.1.0 in a whole-GPU pod on the lab's real node.
 LAB_PROBE_LINE = '{"schema":"kaiops.gpuprobe/v1","probe_version":"0.1.0","build":{"variant":"nocuda","go":"go1.26.8","arch":"amd64"},"started_at":"2026-11-30T07:50:59.951777916Z","finished_at":"2026-11-30T07:50:59.954596877Z","host":{"hostname":"whole-gpu","pod_name":"whole-gpu","pod_namespace":"kaiops-gpu-access","node_name":"kaiops-node"},"visible":{"NVIDIA_VISIBLE_DEVICES":"GPU-22957e35-0849-dd1c-3720-1f6121f7b48b","GPU_PORTION":null,"RUNAI_NUM_OF_GPUS":null,"configmap":"unknown"},"gpu_present":false,"mode":"cpu-reference","note":"no GPU present","gpu_detail":"built without CUDA support (no \'cuda\' build tag): the GPU is never probed","driver":null,"devices":[],"check":{"operation":"matmul_f32","size":64,"elements":4096,"mismatches":0,"max_abs_error":2.724310164126109e-7,"worst_index":13,"tolerance_rule":"|c-ref| \\u003c= 2*gamma(n)*sum_k|a_ik*b_kj| + 1e-6, gamma(n)=n*u/(1-n*u), u=2^-24","checksum":74.42718091613925,"passed":true,"elapsed_ms":0.467,"computed_on":"cpu"},"alloc":{"requested_mib":0,"allocated_mib":0,"satisfied":true,"on_device":false,"held_seconds":0,"hold_requested_seconds":0,"hold_interrupted":false,"error":""},"exit_code":0,"error":""}'  # noqa: E501
@@ -76,7 +78,9 @@ def make_pod(name, case, gpu="1", phase="Succeeded", exit_code=0, node="kaiops-n
 
 
 def rec(name, case, log=None, **pod_kw):
-    return ga.pod_record(make_pod(name, case, **pod_kw), probe_line(name) if log is None else log)
+    return records.pod_record(
+        make_pod(name, case, **pod_kw), probe_line(name) if log is None else log
+    )
 
 
 def lab_node(**labels):
@@ -101,12 +105,12 @@ CONTEXT = {"skipped": {}, "nodes": [lab_node()], "expected_isolation": "none", "
 
 def test_parse_probe_log_takes_the_last_probe_json_line():
     text = probe_line("a", visible_devices=DEV_B) + 'not json\n{"other": 1}\n'
-    assert ga.parse_probe_log(text)["visible"]["NVIDIA_VISIBLE_DEVICES"] == DEV_B
+    assert records.parse_probe_log(text)["visible"]["NVIDIA_VISIBLE_DEVICES"] == DEV_B
 
 
 @pytest.mark.parametrize("text", [None, "", "panic: boom\n", '{"schema": "else"}\n', "{broken\n"])
 def test_parse_probe_log_returns_none_without_a_probe_line(text):
-    assert ga.parse_probe_log(text) is None
+    assert records.parse_probe_log(text) is None
 
 
 @pytest.mark.parametrize(
@@ -123,7 +127,7 @@ def test_parse_probe_log_returns_none_without_a_probe_line(text):
     ],
 )
 def test_device_ids_reads_nvidia_visible_devices(value, ids):
-    assert ga.device_ids(value) == ids
+    assert records.device_ids(value) == ids
 
 
 def test_pod_record_takes_times_from_the_api_and_the_probe():
@@ -139,7 +143,7 @@ def test_pod_record_takes_times_from_the_api_and_the_probe():
 
 
 def test_pod_record_without_a_log_has_no_probe():
-    r = ga.pod_record(make_pod("p", "whole_gpu", phase="Pending"), None)
+    r = records.pod_record(make_pod("p", "whole_gpu", phase="Pending"), None)
     assert r["probe"] is None and r["devices"] == [] and r["phase"] == "Pending"
 
 
@@ -431,7 +435,7 @@ def test_build_report_renders_the_case_table_and_labels_no_gpu():
         "fraction": "0.5",
         "rate": "3",
     }
-    document, markdown = ga.build_report(copy.deepcopy(params), "2026-11-30T07:54:30Z")
+    document, markdown = ga_report.build_report(copy.deepcopy(params), "2026-11-30T07:54:30Z")
     assert document["summary"]["outcome"] == "passed"
     assert "| whole_gpu | declared whole_gpu |" in markdown
     assert "**passed (no GPU present)**" in markdown

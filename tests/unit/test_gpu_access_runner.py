@@ -1,4 +1,4 @@
-"""module_utils/gpu_access_runner.py and modules/kai_gpu_access_report.py: the report files,
+"""module_utils/gpu_access/runner.py and modules/kai_gpu_access_report.py: the report files,
 check mode, no evidence folder, and main() (argument spec = documentation, errors)."""
 
 import json
@@ -9,8 +9,11 @@ from conftest import ExitJson, FailJson
 from test_gpu_access import DECLARED, lab_node, make_pod, probe_line
 from test_modules import compare, documented_options, load, run_main
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils import gpu_access_runner as runner
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+    no_evidence_warning,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import runner
 
 NOW = "2026-11-30T07:54:30.000000Z"
 
@@ -81,11 +84,10 @@ def test_run_gpu_access_report_writes_under_check_mode(fake_module, tmp_path):
     assert result["changed"] is False and (tmp_path / "gpu_access.json").is_file()
 
 
-def test_run_gpu_access_report_warns_without_an_evidence_folder(fake_module, monkeypatch):
-    monkeypatch.delenv("KAIOPS_EVIDENCE_DIR", raising=False)
+def test_run_gpu_access_report_warns_without_an_evidence_folder(fake_module):
     module, result = run(fake_module, params())
     assert result["files"] == [] and result["evidence_dir"] is None
-    assert module.warnings == [runner.NO_EVIDENCE_WARNING]
+    assert module.warnings == [no_evidence_warning("gpu_access.json, gpu_access.md")]
 
 
 def test_run_gpu_access_report_never_replaces_a_report(fake_module, tmp_path):

@@ -1,12 +1,18 @@
-"""module_utils/helm_snapshot: helm history + values, redacted, filed; failures raised."""
+"""module_utils/snapshot/ for Helm: history + values, redacted, filed; failures raised."""
 
 import json
 
 import pytest
 from conftest import ExitJson
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils import helm_snapshot
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.client import HelmCli
+from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.runner import (
+    run_helm_snapshot,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.service import (
+    capture_helm_release,
+)
 
 HISTORY = [
     {
@@ -44,8 +50,8 @@ def fake_helm(calls, fail=None):
 
 def test_capture_reads_current_revision_and_redacts_values():
     calls = []
-    cli = helm_snapshot.HelmCli(fake_helm(calls), "helm", "/kc", "ctx")
-    snap = helm_snapshot.capture(cli, "kai-scheduler", "kai-scheduler")
+    cli = HelmCli(fake_helm(calls), "helm", "/kc", "ctx")
+    snap = capture_helm_release(cli, "kai-scheduler", "kai-scheduler")
     assert snap["revision"] == 2 and snap["app_version"] == "v0.16.13"
     assert snap["values"]["global"] == {"gpuSharing": True, "registry": "ghcr.io/x"}
     assert "s3cr3t" not in json.dumps(snap)
@@ -55,9 +61,9 @@ def test_capture_reads_current_revision_and_redacts_values():
 
 
 def test_capture_missing_release_raises_not_found():
-    cli = helm_snapshot.HelmCli(fake_helm([], fail="history"), "helm")
+    cli = HelmCli(fake_helm([], fail="history"), "helm")
     with pytest.raises(KaiopsError) as err:
-        helm_snapshot.capture(cli, "kai-scheduler", "kai-scheduler")
+        capture_helm_release(cli, "kai-scheduler", "kai-scheduler")
     assert err.value.status == "not_found"
     assert err.value.msg.startswith("Failed to read history of release kai-scheduler with helm")
 
@@ -76,7 +82,7 @@ def test_run_helm_snapshot_writes_files_and_returns_no_values(fake_module, tmp_p
     )
     module.run_command = fake_helm([])
     with pytest.raises(ExitJson) as done:
-        helm_snapshot.run_helm_snapshot(module)
+        run_helm_snapshot(module)
     result = done.value.result
     assert result["revision"] == 2 and result["folder"] == "snapshots/before"
     assert "values" not in result and "s3cr3t" not in json.dumps(result)
@@ -98,4 +104,4 @@ def test_run_helm_snapshot_without_helm_fails(fake_module, tmp_path):
         }
     )
     with pytest.raises(KaiopsError, match="Failed to find helm"):
-        helm_snapshot.run_helm_snapshot(module)
+        run_helm_snapshot(module)

@@ -1,16 +1,18 @@
-"""module_utils/inventory.py: collect() over a faked client, analyse() over YAML cases."""
+"""module_utils/inventory/: collect() over a faked client, analyse() over YAML cases."""
 
 import copy
 import json
 
 import pytest
 import yaml
-from conftest import fixture_path
+from conftest import AFFECTED_RANGE, fixture_path
 from fakeapi import FakeClient
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import (
-    InventoryService,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.client import (
+    InventoryClient,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.service import (
     analyse,
     component,
     helm_from_secrets,
@@ -18,7 +20,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import (
     verdict,
 )
 
-RANGE = ">=0.16.9,<0.16.14"
+RANGE = AFFECTED_RANGE
 
 with open(fixture_path("inventory_cases.yml")) as _handle:
     CASES = yaml.safe_load(_handle)
@@ -78,7 +80,7 @@ def apply_changes(data, changes):
 
 
 def inventory_for(client, **kwargs):
-    raw = InventoryService(client).collect("kai-scheduler", "kai-scheduler")
+    raw = InventoryClient(client).collect("kai-scheduler", "kai-scheduler")
     return analyse(
         raw,
         cluster="c1",
@@ -113,7 +115,7 @@ def test_collect_request_count_does_not_grow_with_pods():
 
 def test_collect_reads_secrets_and_cluster_pods_as_metadata_only():
     client = apply_changes(load_objects("kai-sharing"), {})
-    raw = InventoryService(client).collect("kai-scheduler", "kai-scheduler")
+    raw = InventoryClient(client).collect("kai-scheduler", "kai-scheduler")
     lists = {(e[2], e[3]): e for e in client.log if e[0] == "list"}
     assert lists[("Secret", "kai-scheduler")][-1] is True
     assert lists[("Secret", "kai-scheduler")][4] == "owner=helm,name=kai-scheduler"
@@ -128,7 +130,7 @@ def test_collect_reads_secrets_and_cluster_pods_as_metadata_only():
 
 def test_collect_unreachable_raises():
     with pytest.raises(KaiopsError) as info:
-        InventoryService(FakeClient(unreachable=True)).collect("kai-scheduler")
+        InventoryClient(FakeClient(unreachable=True)).collect("kai-scheduler")
     assert info.value.status == "unreachable"
 
 

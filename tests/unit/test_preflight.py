@@ -1,4 +1,4 @@
-"""module_utils/preflight: change-request gates, evidence lookup, cluster gates, snapshot plan."""
+"""module_utils/rollout/: change-request gates, evidence lookup, cluster gates, snapshot plan."""
 
 import json
 
@@ -6,8 +6,10 @@ import pytest
 import yaml
 from conftest import fixture_path
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils import preflight
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import build_manifest
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
+    build_manifest,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates as preflight
 
 with open(fixture_path("preflight_cases.yml")) as _handle:
     CASES = yaml.safe_load(_handle)

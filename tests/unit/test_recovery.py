@@ -1,4 +1,4 @@
-"""module_utils/recovery.py: collect over a fake client; find, window, plan, observe are pure.
+"""module_utils/recovery/: collect over a fake client; find, window, plan, observe are pure.
 
 CLUSTER is a KAI cluster after the binder panic: a fractional pod Pending with PodBound=False
 and a failed BindRequest that says "assignment to entry in nil map", its capabilities ConfigMap
@@ -13,16 +13,20 @@ import pytest
 from fakeapi import FakeClient
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
+    RecoveryClient,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import (
     NIL_MAP,
     NOT_SERVED,
     OTHER_BIND_ERROR,
     STALE,
     UNDETERMINED,
     UNRELATED,
-    RecoveryService,
-    derive_window,
     find,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import (
+    derive_window,
     observe,
     plan,
     start_latencies,
@@ -215,7 +219,7 @@ def found(objects=None, served=SERVED, namespaces=(), min_age_s=300):
     client = cluster_client(objects, served=served)
     if "scheduling.run.ai/v1alpha2" not in served:
         client.served.discard("scheduling.run.ai/v1alpha2")
-    raw = RecoveryService(client).collect()
+    raw = RecoveryClient(client).collect()
     return raw, find(raw, NOW, namespaces=namespaces, min_age_s=min_age_s), client
 
 
@@ -248,7 +252,7 @@ def test_collect_records_an_api_not_served_and_carries_on():
 def test_collect_fails_when_pods_cannot_be_listed():
     client = cluster_client(forbidden=[("v1", "Pod")])
     with pytest.raises(KaiopsError, match="Failed to list pods") as err:
-        RecoveryService(client).collect()
+        RecoveryClient(client).collect()
     assert err.value.status == "forbidden"
 
 
@@ -403,7 +407,7 @@ def test_plan_a_disabled_step_plans_nothing():
 
 def test_plan_every_step_one_object_each_and_why():
     raw, result, _client = found()
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery import ref
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import ref
 
     planned, idle = plan(
         result["findings"],

@@ -12,26 +12,25 @@ from conftest import ExitJson
 from test_recovery import CLUSTER, NOW, SERVED, cluster_client
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
-    ENV_EVIDENCE_DIR,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery import (
-    RecoveryService,
-    find,
-    plan,
-    ref,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_apply import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import ref
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply import (
     JOURNAL,
     InterventionJournal,
     RecoveryApplier,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_runner import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
+    RecoveryClient,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_apply,
     run_recovery_facts,
     run_recovery_report,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import plan
 
 
 class WritingClient:
@@ -94,7 +93,7 @@ def _read(inner, api_version, kind, name, namespace=None):
 
 
 def findings_and_binder():
-    raw = RecoveryService(cluster_client(served=SERVED)).collect()
+    raw = RecoveryClient(cluster_client(served=SERVED)).collect()
     return find(raw, NOW)["findings"], ref(raw["binder"])
 
 
@@ -200,26 +199,27 @@ def apply_params(findings, steps, **extra):
     return params
 
 
-def test_run_apply_disabled_steps_delete_nothing(tmp_path, monkeypatch, fake_module):
-    monkeypatch.setenv(ENV_EVIDENCE_DIR, str(tmp_path))
+def test_run_apply_disabled_steps_delete_nothing(tmp_path, fake_module):
     findings, _binder = findings_and_binder()
     client = WritingClient(str(tmp_path))
     with pytest.raises(ExitJson) as done:
         run_recovery_apply(
-            fake_module(apply_params(findings, [])), client_factory=lambda *a: client
+            fake_module(apply_params(findings, [], evidence_dir=str(tmp_path))),
+            client_factory=lambda *a: client,
         )
     assert done.value.result["changed"] is False and done.value.result["interventions"] == []
     assert client.writes == [] and client.calls == 0
     assert not os.path.exists(os.path.join(str(tmp_path), JOURNAL))
 
 
-def test_run_apply_check_mode_writes_nothing_to_the_cluster(tmp_path, monkeypatch, fake_module):
-    monkeypatch.setenv(ENV_EVIDENCE_DIR, str(tmp_path))
+def test_run_apply_check_mode_writes_nothing_to_the_cluster(tmp_path, fake_module):
     findings, _binder = findings_and_binder()
     client = WritingClient(str(tmp_path))
     with pytest.raises(ExitJson) as done:
         run_recovery_apply(
-            fake_module(apply_params(findings, ALL_STEPS[:3]), check_mode=True),
+            fake_module(
+                apply_params(findings, ALL_STEPS[:3], evidence_dir=str(tmp_path)), check_mode=True
+            ),
             client_factory=lambda *a: client,
         )
     assert client.writes == []
@@ -227,14 +227,18 @@ def test_run_apply_check_mode_writes_nothing_to_the_cluster(tmp_path, monkeypatc
     assert {line["event"] for line in journal_lines(str(tmp_path))} == {"not_applied"}
 
 
-def test_run_apply_scope_keeps_other_namespaces(tmp_path, monkeypatch, fake_module):
-    monkeypatch.setenv(ENV_EVIDENCE_DIR, str(tmp_path))
+def test_run_apply_scope_keeps_other_namespaces(tmp_path, fake_module):
     findings, _binder = findings_and_binder()
     client = WritingClient(str(tmp_path))
     with pytest.raises(ExitJson):
         run_recovery_apply(
             fake_module(
-                apply_params(findings, ALL_STEPS[:3], namespaces=["kai-resource-reservation"])
+                apply_params(
+                    findings,
+                    ALL_STEPS[:3],
+                    namespaces=["kai-resource-reservation"],
+                    evidence_dir=str(tmp_path),
+                )
             ),
             client_factory=lambda *a: client,
         )
@@ -277,8 +281,7 @@ def test_run_facts_with_baseline_observes(fake_module):
     assert second.value.result["observation"]["pending"] == 4
 
 
-def test_run_report_writes_json_and_markdown(tmp_path, monkeypatch, fake_module):
-    monkeypatch.setenv(ENV_EVIDENCE_DIR, str(tmp_path))
+def test_run_report_writes_json_and_markdown(tmp_path, fake_module):
     findings, _binder = findings_and_binder()
     clusters = {
         "c1": {
@@ -291,7 +294,7 @@ def test_run_report_writes_json_and_markdown(tmp_path, monkeypatch, fake_module)
         }
     }
     with pytest.raises(ExitJson) as done:
-        run_recovery_report(fake_module({"evidence_dir": None, "clusters": clusters}))
+        run_recovery_report(fake_module({"evidence_dir": str(tmp_path), "clusters": clusters}))
     assert sorted(done.value.result["files"]) == ["recovery.json", "recovery.md"]
     report = json.load(open(os.path.join(str(tmp_path), "recovery.json")))
     assert report["kind"] == "recovery" and report["summary"]["findings"] == len(findings)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_report import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report import (
     build,
     prevention,
     render_markdown,

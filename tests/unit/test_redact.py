@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.redact import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
     LAST_APPLIED,
     REDACTED,
     Redactor,

@@ -1,26 +1,28 @@
-"""module_utils/report.py: summary and Markdown, pure."""
+"""module_utils/inventory/report.py: summary and Markdown, pure."""
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import (
-    InventoryService,
-    analyse,
+from conftest import AFFECTED_RANGE, PATCHED
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.client import (
+    InventoryClient,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.report import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.report import (
     render_markdown,
     summarize,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.service import analyse
 
 
 def clusters(fake_client):
     lab = analyse(
-        InventoryService(fake_client("kai-sharing")).collect("kai-scheduler"),
+        InventoryClient(fake_client("kai-sharing")).collect("kai-scheduler"),
         cluster="lab",
-        affected_range=">=0.16.9,<0.16.14",
+        affected_range=AFFECTED_RANGE,
         restart_threshold=5,
     )
     bare = analyse(
-        InventoryService(fake_client("no-kai")).collect("kai-scheduler"),
+        InventoryClient(fake_client("no-kai")).collect("kai-scheduler"),
         cluster="bare",
-        affected_range=">=0.16.9,<0.16.14",
+        affected_range=AFFECTED_RANGE,
     )
     return {
         "lab": lab,
@@ -45,8 +47,12 @@ def test_summarize_counts_and_lists_failures(fake_client):
 
 def test_render_markdown_has_a_row_and_section_per_cluster(fake_client):
     data = clusters(fake_client)
-    text = render_markdown(data, summarize(data), ">=0.16.9,<0.16.14", "2026-11-30T00:00:00Z")
+    text = render_markdown(
+        data, summarize(data), AFFECTED_RANGE, "2026-11-30T00:00:00Z", fixed_version=PATCHED
+    )
     assert text.startswith("# KAI Scheduler inventory\n")
+    assert "Affected binder range: `%s`" % AFFECTED_RANGE in text
+    assert "with nil data; fixed in %s)." % PATCHED in text
     assert "| lab | ok | v1.35.4 | v0.16.13 | True | 1 | 1 | 1 | EXPOSED" in text
     assert "| bare | not_installed | v1.34.2 | not installed |" in text
     assert "**unreachable**: Failed to reach the API server" in text

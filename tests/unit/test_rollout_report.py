@@ -1,4 +1,4 @@
-"""module_utils/rollout_report and rollout_runner: decisions, Markdown, JUnit, the files written."""
+"""module_utils/rollout/report.py and runner.py: decisions, Markdown, JUnit, the files written."""
 
 import json
 import xml.etree.ElementTree as ET
@@ -6,9 +6,11 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import ExitJson
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils import rollout_report
-from ansible_collections.kaiops.runbooks.plugins.module_utils.preflight import gate
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout_runner import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
+    report as rollout_report,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
     evidence_root,
     run_preflight_gates,
     run_rollout_report,
@@ -150,8 +152,7 @@ def test_run_rollout_report_writes_three_files(fake_module, tmp_path):
     ET.parse(str(tmp_path / "junit.xml"))
 
 
-def test_run_rollout_report_without_evidence_folder_warns(fake_module, monkeypatch):
-    monkeypatch.delenv("KAIOPS_EVIDENCE_DIR", raising=False)
+def test_run_rollout_report_without_evidence_folder_warns(fake_module):
     module = fake_module(
         {
             "request": REQUEST,
@@ -173,7 +174,9 @@ def test_run_preflight_gates_inputs_link_is_relative_to_the_run(fake_module, tmp
         json.dumps({"kind": "reproduce", "kai_version": "v0.16.14", "verdict": "pass"})
     )
     (bundle / "status").write_text("complete\n")
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import build_manifest
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
+        build_manifest,
+    )
 
     (bundle / "manifest.sha256").write_text(build_manifest(str(bundle)))
     run = tmp_path / "20261130-rollout-2"
@@ -187,12 +190,13 @@ def test_run_preflight_gates_inputs_link_is_relative_to_the_run(fake_module, tmp
             "thresholds": None,
             "rollback_target": 3,
             "regression_waiver": None,
-            "evidence_root": None,
+            "evidence_root": str(tmp_path),
+            "evidence_dir": str(run),
             "inventory": None,
         }
     )
     with pytest.raises(ExitJson) as done:
-        run_preflight_gates(module, environ={"KAIOPS_EVIDENCE_DIR": str(run)})
+        run_preflight_gates(module)
     result = done.value.result
     assert result["regression"]["link"] == "../20261129-reproduce-1/report.json"
     assert result["failed_gates"] == ["thresholds"] and result["passed"] is False
@@ -212,14 +216,14 @@ def test_run_preflight_gates_cluster_returns_snapshot_plan(fake_module):
         }
     )
     with pytest.raises(ExitJson) as done:
-        run_preflight_gates(module, environ={})
+        run_preflight_gates(module)
     result = done.value.result
     assert result["failed_gates"] == ["kai_release"]
     assert result["snapshot"]["snapshot_selections"][0]["namespace"] == "kai"
     assert result["regression"] is None
 
 
-def test_evidence_root_defaults_to_the_parent_of_the_run():
-    assert evidence_root(None, {"KAIOPS_EVIDENCE_DIR": "/e/run-1"}) == "/e"
-    assert evidence_root("/x", {"KAIOPS_EVIDENCE_DIR": "/e/run-1"}) == "/x"
-    assert evidence_root(None, {}) is None
+def test_evidence_root_is_the_option_as_given(monkeypatch):
+    monkeypatch.setenv("KAIOPS_EVIDENCE_DIR", "/e/run-1")  # ignored: no environment lookup
+    assert evidence_root("/x") == "/x"
+    assert evidence_root(None) is None

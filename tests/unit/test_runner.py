@@ -1,21 +1,22 @@
-"""module_utils/runner.py: params in, result dict out; client and services faked."""
+"""module_utils/inventory/runner.py and snapshot/runner.py: params in, result dict out."""
 
 import json
 
 import pytest
-from conftest import ExitJson
+from conftest import AFFECTED_RANGE, ExitJson
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
-    ENV_EVIDENCE_DIR,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     verify_manifest,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.runner import (
-    NO_EVIDENCE_WARNING,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+    no_evidence_warning,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import (
     run_inventory_facts,
     run_inventory_report,
-    run_snapshot,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.runner import run_snapshot
 
 
 def never_called(*_args):
@@ -52,13 +53,12 @@ def snapshot_params(**extra):
     return params
 
 
-def test_run_snapshot_writes_into_env_folder_and_returns_objects(
-    tmp_path, monkeypatch, fake_module, fake_client
+def test_run_snapshot_writes_into_the_evidence_folder_and_returns_objects(
+    tmp_path, fake_module, fake_client
 ):
-    monkeypatch.setenv(ENV_EVIDENCE_DIR, str(tmp_path))
     make = factory(fake_client("kai-sharing"))
     with pytest.raises(ExitJson) as done:
-        run_snapshot(fake_module(snapshot_params()), client_factory=make)
+        run_snapshot(fake_module(snapshot_params(evidence_dir=str(tmp_path))), client_factory=make)
     result = done.value.result
     assert make.args == ("/k", "ctx", 7)
     assert result["changed"] is False
@@ -70,13 +70,14 @@ def test_run_snapshot_writes_into_env_folder_and_returns_objects(
 
 
 def test_run_snapshot_without_folder_warns_and_writes_nothing(
-    monkeypatch, fake_module, fake_client
+    tmp_path, monkeypatch, fake_module, fake_client
 ):
-    monkeypatch.delenv(ENV_EVIDENCE_DIR, raising=False)
+    monkeypatch.setenv("KAIOPS_EVIDENCE_DIR", str(tmp_path))  # ignored: no environment lookup
     module = fake_module(snapshot_params(return_objects=False))
     with pytest.raises(ExitJson) as done:
         run_snapshot(module, client_factory=factory(fake_client("kai-sharing")))
-    assert module.warnings == [NO_EVIDENCE_WARNING]
+    assert module.warnings == [no_evidence_warning("the snapshot")]
+    assert list(tmp_path.iterdir()) == []
     assert done.value.result["folder"] is None and "objects" not in done.value.result
 
 
@@ -93,7 +94,7 @@ def facts_params(**extra):
         "request_timeout": 5,
         "cluster": "lab",
         "namespace": "kai-scheduler",
-        "affected_range": ">=0.16.9,<0.16.14",
+        "affected_range": AFFECTED_RANGE,
         "helm_release": "kai-scheduler",
         "binder_deployment": "binder",
         "operator_deployment": "kai-operator",

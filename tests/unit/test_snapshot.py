@@ -1,4 +1,4 @@
-"""module_utils/snapshot.py: the service, with the client layer faked in memory."""
+"""module_utils/snapshot/: the service, with the client layer faked in memory; the filing."""
 
 import json
 
@@ -6,8 +6,11 @@ import pytest
 from fakeapi import FakeClient
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import EvidenceWriter
-from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
+    EvidenceWriter,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.report import file_objects
+from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.service import (
     SnapshotService,
     normalize_selection,
     selection_label,
@@ -101,12 +104,13 @@ def test_file_writes_one_file_per_object_and_an_index(tmp_path, fake_client):
     service = SnapshotService(fake_client("kai-sharing"))
     captured = service.capture([{"kind": "ConfigMap", "namespace": "team-a"}, {"kind": "Node"}])
     writer = EvidenceWriter(str(tmp_path))
-    folder, files = SnapshotService.file(writer, "before change", captured)
+    root, folder, files = file_objects(None, "before change", captured, writer=writer)
+    assert root == str(tmp_path)
     assert folder == "snapshots/before_change"
     assert "snapshots/before_change/00-configmap/team-a/trainer-0-shared-gpu-0.json" in files
     assert "snapshots/before_change/01-node/_cluster/gpu-node-1.json" in files
     assert len(files) == 3 + 2 + 1
     index = json.loads((tmp_path / folder / "index.json").read_text())
     assert [s["count"] for s in index["selections"]] == [3, 2]
-    again, _ = SnapshotService.file(writer, "before change", captured)
+    _root, again, _ = file_objects(None, "before change", captured, writer=writer)
     assert again == "snapshots/before_change-2"  # never overwritten

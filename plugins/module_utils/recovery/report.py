@@ -16,12 +16,16 @@ SCHEMA = "kaiops.report/v1"
 FAILED_STATUSES = ("refused", "error", "missing", "invalid_input")
 
 
-def prevention(inventory, kai_namespace="kai-scheduler"):
-    """The prevention line from the inventory's facts (binder version against the range)."""
+def prevention(inventory, kai_namespace="kai-scheduler", affected_range=None, fixed_version=None):
+    """The prevention line from the inventory's facts (binder version against the range).
+
+    ``affected_range`` and ``fixed_version`` are the release facts (meta/kai_releases.yml, given
+    to the module by its action plugin); the inventory's own range wins when it has one.
+    """
     inventory = inventory or {}
     kai = inventory.get("kai") or {}
     exposure = inventory.get("exposure") or {}
-    rng = exposure.get("affected_range") or ">=0.16.9,<0.16.14"
+    rng = exposure.get("affected_range") or affected_range
     out = {
         "installed": kai.get("installed"),
         "binder_version": kai.get("version"),
@@ -46,8 +50,12 @@ def prevention(inventory, kai_namespace="kai-scheduler"):
         out["line"] = (
             "NOT prevented: binder %s is in the affected range %s - the failure recurs on any "
             "GPU-sharing pod whose ConfigMap exists with no data; recovery does not change that, "
-            "upgrading the binder to v0.16.14 or later does (rollout.yml)"
-            % (out["binder_version"], rng)
+            "upgrading the binder to %s does (rollout.yml)"
+            % (
+                out["binder_version"],
+                rng,
+                "%s or later" % fixed_version if fixed_version else "a release outside it",
+            )
         )
     else:
         out["line"] = (
@@ -101,7 +109,7 @@ def unrecovered_acted_on(entry):
     ]
 
 
-def build(clusters, generated_at, run_id=None):
+def build(clusters, generated_at, run_id=None, affected_range=None, fixed_version=None):
     out = {}
     for name, entry in sorted(clusters.items()):
         entry = dict(entry or {})
@@ -111,7 +119,10 @@ def build(clusters, generated_at, run_id=None):
         outcomes = (entry.get("observation") or {}).get("outcomes") or []
         entry["status"] = status
         entry["prevention"] = prevention(
-            entry.get("inventory"), entry.get("kai_namespace") or "kai-scheduler"
+            entry.get("inventory"),
+            entry.get("kai_namespace") or "kai-scheduler",
+            affected_range,
+            fixed_version,
         )
         entry["remediation"] = remediation(findings, interventions, outcomes)
         entry["unrecovered_after_intervention"] = unrecovered_acted_on(entry)

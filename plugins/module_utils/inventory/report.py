@@ -47,13 +47,15 @@ def _cell(value):
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(clusters, summary, affected_range, generated_at=None):
+def render_markdown(clusters, summary, affected_range, generated_at=None, fixed_version=None):
+    """inventory.md; ``fixed_version``: the release that fixes the panic (meta/kai_releases.yml)."""
     lines = ["# KAI Scheduler inventory", ""]
     if generated_at:
         lines += ["Generated: %s" % generated_at, ""]
     lines += [
         "Affected binder range: `%s` (KAI binder panic on an existing GPU-sharing ConfigMap "
-        "with nil data; fixed in v0.16.14)." % affected_range,
+        "with nil data%s)."
+        % (affected_range, "; fixed in %s" % fixed_version if fixed_version else ""),
         "",
         "Clusters: %d; by status: %s; by verdict: %s."
         % (

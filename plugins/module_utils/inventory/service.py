@@ -1,16 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Service layer for kai_inventory_facts: what KAI runs on a cluster and whether it is exposed.
+"""Service layer of kai_inventory_facts: what KAI runs on a cluster and whether it is exposed.
 
-Two steps, so the decisions are testable without a cluster:
-
-- ``InventoryService.collect`` reads (the client is the layer below): about ten LIST/GET
-  requests whatever the cluster size, plus one ConfigMap LIST per namespace that holds
-  GPU-sharing pods. A 403 or a missing API on an optional section is recorded in
-  ``access`` and the rest carries on; failing to read the server version (unreachable,
-  401, 403) raises, since nothing else can be trusted then.
-- ``analyse`` turns the raw reads into the inventory; pure, rules as data.
+``analyse`` turns the reads of ``inventory/client.py`` into the inventory; pure, rules as data
+(``VERDICT_RULES``), so the decisions are testable without a cluster. The affected range is
+an input: the action plugin fills it in from the collection's ``meta/kai_releases.yml``.
 
 The defect (KAI binder panic on an existing GPU-sharing ConfigMap with nil data) and
 the install facts are described in docs/ and the project's reference notes.
@@ -22,117 +17,35 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.access import read_optional
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    ADMISSION_SHARING_ARG,
+    FRACTION_ANNOTATIONS,
+    NIL_MAP_REASON,
+    NODE_LABELS,
+    SHARED_CM_ANNOTATION,
+    sharing_configmap_pattern,
+    sharing_configmap_role,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    annotations as _annotations,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    labels as _labels,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
     image_tag,
     in_range,
     parse_range,
 )
 
-# Pod annotations that put a pod on the GPU-sharing (fraction) path.
-FRACTION_ANNOTATIONS = ("gpu-fraction", "gpu-memory", "runai/shared-gpu-configmap")
-SHARED_CM_ANNOTATION = "runai/shared-gpu-configmap"
-ADMISSION_SHARING_ARG = "--gpu-sharing-enabled=true"
-NIL_MAP_REASON = "assignment to entry in nil map"
-
-NODE_LABELS = {
-    "mig_strategy": "nvidia.com/mig.strategy",
-    "sharing_strategy": "nvidia.com/gpu.sharing-strategy",
-    "replicas": "nvidia.com/gpu.replicas",
-    "product": "nvidia.com/gpu.product",
-    "device_plugin_config": "nvidia.com/device-plugin.config",
-    "mps_capable": "nvidia.com/mps.capable",
-    "fake_gpu": "run.ai/fake.gpu",
-}
-
-# Optional reads: section -> (apiVersion, kind, cluster-wide?). A 403/404 is recorded, not fatal.
-KAI_CONFIG = ("kai.scheduler/v1", "Config", "kai-config")
-BIND_REQUEST = ("scheduling.run.ai/v1alpha2", "BindRequest")
-CLUSTER_POLICY = ("nvidia.com/v1", "ClusterPolicy")
-
 LIST_LIMIT = 50  # pods/configmaps listed by name in the result; counts are always complete
-
-
-class InventoryService(object):
-    def __init__(self, client):
-        self._client = client
-
-    def _optional(self, access, section, read):
-        """Run read(); record 'ok', 'forbidden' or 'absent' for the section."""
-        return read_optional(access, section, read, not_found="absent")
-
-    def collect(self, namespace, release_name=None):
-        """Every read the inventory needs, in one dict; see module docstring for failures."""
-        client = self._client
-        access = {}
-        raw = {"namespace": namespace, "access": access}
-        raw["version"] = client.server_version()  # fatal when it fails
-        raw["deployments"] = self._optional(
-            access, "deployments", lambda: client.list("apps/v1", "Deployment", namespace)
-        )
-        raw["kai_pods"] = self._optional(
-            access, "kai_pods", lambda: client.list("v1", "Pod", namespace)
-        )
-        raw["kai_config"] = self._optional(
-            access, "kai_config", lambda: client.read(KAI_CONFIG[0], KAI_CONFIG[1], KAI_CONFIG[2])
-        )
-        raw["helm_secrets"] = self._optional(
-            access,
-            "helm_releases",
-            lambda: client.list(
-                "v1",
-                "Secret",
-                namespace,
-                label_selector="owner=helm" + (",name=" + release_name if release_name else ""),
-                metadata_only=True,
-            ),
-        )
-        raw["pods"] = self._optional(
-            access, "pods", lambda: client.list("v1", "Pod", metadata_only=True)
-        )
-        raw["nodes"] = self._optional(access, "nodes", lambda: client.list("v1", "Node"))
-        raw["bind_requests"] = self._optional(
-            access, "bind_requests", lambda: client.list(BIND_REQUEST[0], BIND_REQUEST[1])
-        )
-        raw["cluster_policies"] = self._optional(
-            access, "cluster_policies", lambda: client.list(CLUSTER_POLICY[0], CLUSTER_POLICY[1])
-        )
-        raw["device_plugin_configmaps"] = []
-        for name in _device_plugin_config_names(raw["cluster_policies"] or []):
-            found = self._optional(
-                access,
-                "device_plugin_config",
-                lambda name=name: client.list(
-                    "v1", "ConfigMap", field_selector="metadata.name=" + name
-                ),
-            )
-            raw["device_plugin_configmaps"].extend(found or [])
-        raw["sharing_configmaps"] = {}
-        for ns in sorted({p["metadata"]["namespace"] for p in fraction_pods(raw["pods"] or [])}):
-            found = self._optional(
-                access, "sharing_configmaps", lambda ns=ns: client.list("v1", "ConfigMap", ns)
-            )
-            raw["sharing_configmaps"][ns] = found or []
-        raw["api_calls"] = client.calls
-        return raw
-
-
-# ---------------------------------------------------------------- pure analysis
-
-
-def _annotations(obj):
-    return (obj.get("metadata") or {}).get("annotations") or {}
-
-
-def _labels(obj):
-    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def fraction_pods(pods):
     return [p for p in pods if any(a in _annotations(p) for a in FRACTION_ANNOTATIONS)]
 
 
-def _device_plugin_config_names(policies):
+def device_plugin_config_names(policies):
     names = []
     for policy in policies:
         cfg = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
@@ -216,7 +129,7 @@ def sharing_configmaps(pods, configmaps_by_ns):
         if not prefix:
             continue
         meta = pod["metadata"]
-        pattern = re.compile(r"^%s-(i?\d+)(-evar)?$" % re.escape(prefix))
+        pattern = sharing_configmap_pattern(prefix)
         for cm in configmaps_by_ns.get(meta["namespace"], []):
             cm_meta = cm.get("metadata") or {}
             match = pattern.match(cm_meta.get("name", ""))
@@ -229,7 +142,7 @@ def sharing_configmaps(pods, configmaps_by_ns):
                 and owners[0].get("uid") == meta.get("uid")
             )
             has_data = bool(cm.get("data")) or bool(cm.get("binaryData"))
-            role = "env" if match.group(2) else "capabilities"
+            role = sharing_configmap_role(cm_meta.get("name"))
             found.append(
                 {
                     "namespace": meta["namespace"],

@@ -1,11 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Service layer for kai_snapshot: capture selections of objects, sanitized, and file them.
+"""Service layer of kai_snapshot and kai_helm_snapshot: capture objects or a Helm release.
 
-One LIST request per selection (plus one discovery GET per apiVersion), never one GET
-per object. Objects pass through redact.sanitize_object before they are returned or
-written. Reading is the same in check mode: nothing in the cluster changes either way.
+One LIST request per selection (plus one discovery GET per apiVersion), never one GET per
+object; the client (``k8s/client.py``) is the layer below. Objects pass through
+``evidence/redact.sanitize_object`` before they are returned or written. Reading is the same in
+check mode: nothing in the cluster changes either way. ``capture_helm_release`` reads a
+release's history and values through ``snapshot/client.HelmCli`` and redacts secret-looking
+values; values never travel in the task result. Filing is in ``snapshot/report.py``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,13 +17,14 @@ __metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
+    STATUS_NOT_FOUND,
     KaiopsError,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import safe_name
-from ansible_collections.kaiops.runbooks.plugins.module_utils.redact import sanitize_object
-
-# Folder of cluster-scoped objects; "_" cannot start a namespace name, so it never clashes.
-CLUSTER_SCOPE = "_cluster"
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    REDACTED,
+    redact_values,
+    sanitize_object,
+)
 
 
 def normalize_selection(selection):
@@ -85,36 +89,44 @@ class SnapshotService(object):
             )
         return captured
 
-    @staticmethod
-    def file(writer, name, captured):
-        """Write snapshots/<name>/<kind>/<namespace>/<object>.json and an index.json.
 
-        Returns the folder (relative to the evidence root) and the files written.
-        """
-        folder = writer.unique_dir("snapshots/" + safe_name(name))
-        files, index = [], []
-        for number, entry in enumerate(captured):
-            selection = entry["selection"]
-            kind_dir = "%02d-%s" % (number, safe_name(selection["kind"].lower()))
-            for item in entry["items"]:
-                meta = item.get("metadata") or {}
-                relpath = "/".join(
-                    (
-                        folder,
-                        kind_dir,
-                        safe_name(meta["namespace"]) if meta.get("namespace") else CLUSTER_SCOPE,
-                        safe_name(meta.get("name")) + ".json",
-                    )
-                )
-                files.append(writer.write_json(relpath, item))
-            index.append(
-                {
-                    "selection": selection,
-                    "label": selection_label(selection),
-                    "folder": "%s/%s" % (folder, kind_dir),
-                    "count": len(entry["items"]),
-                    "redactions": entry["redactions"],
-                }
-            )
-        files.append(writer.write_json(folder + "/index.json", {"name": name, "selections": index}))
-        return folder, files
+def _redacted_paths(value, path=""):
+    """Paths of the values replaced with REDACTED (so the evidence says what was left out)."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _redacted_paths(item, "%s.%s" % (path, key) if path else str(key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            found += _redacted_paths(item, "%s[%d]" % (path, n))
+    elif value == REDACTED:
+        found.append(path)
+    return found
+
+
+def capture_helm_release(cli, release, namespace):
+    """History and user-supplied values of the release at its current revision."""
+    ns = ["--namespace", namespace]
+    history = cli.json(["history", release, "--max", "20"] + ns, "history of release %s" % release)
+    if not history:
+        raise KaiopsError(
+            "Failed to read release %s: no history" % release, status=STATUS_NOT_FOUND
+        )
+    current = max(history, key=lambda h: int(h.get("revision", 0)))
+    revision = int(current["revision"])
+    values = cli.json(
+        ["get", "values", release, "--revision", str(revision)] + ns,
+        "values of release %s revision %d" % (release, revision),
+    )
+    clean = redact_values(values or {})
+    return {
+        "release": release,
+        "namespace": namespace,
+        "revision": revision,
+        "chart": current.get("chart"),
+        "app_version": current.get("app_version"),
+        "status": current.get("status"),
+        "history": history,
+        "values": clean,
+        "redacted": _redacted_paths(clean),
+    }

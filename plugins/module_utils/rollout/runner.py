@@ -5,7 +5,9 @@
 
 Neither runner talks to a cluster: ``run_preflight_gates`` judges the change request (and the
 evidence store on the controller) or a cluster's inventory; ``run_rollout_report`` writes the
-report files. Failures are raised as KaiopsError and turned into fail_json by each module.
+report files. Failures are raised as KaiopsError and turned into fail_json by
+``ansible_module.run_module``. The evidence store and the run's folder come from the run's
+context (``evidence_root``, ``evidence_dir``), filled in by the action plugin.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,34 +17,24 @@ __metaclass__ = type
 import datetime
 import os
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils import preflight, rollout_report
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
-    ENV_EVIDENCE_DIR,
-    EvidenceWriter,
-    resolve_evidence_dir,
-)
-
-NO_EVIDENCE_WARNING = (
-    "No evidence folder: set evidence_dir or %s (the kaiops.runbooks.evidence callback exports "
-    "it); the report was not written" % ENV_EVIDENCE_DIR
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates as preflight
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
+    report as rollout_report,
 )
 
 
-def evidence_root(option=None, environ=None):
-    """The evidence store to search: the option, else the parent of the run's folder."""
-    environ = os.environ if environ is None else environ
-    if option:
-        return os.path.abspath(os.path.expanduser(option))
-    run_dir = environ.get(ENV_EVIDENCE_DIR)
-    return os.path.dirname(os.path.abspath(run_dir)) if run_dir else None
+def evidence_root(option=None):
+    """The evidence store to search, as given (the run's context gives the store's root)."""
+    return os.path.abspath(os.path.expanduser(option)) if option else None
 
 
-def run_preflight_gates(module, environ=None):
+def run_preflight_gates(module):
     params = module.params
     cluster = params["cluster"]
     detail = None
     if params["stage"] == "inputs":
-        root = evidence_root(params.get("evidence_root"), environ)
+        root = evidence_root(params.get("evidence_root"))
         gates, detail = preflight.input_gates(
             params.get("change_owner"),
             params.get("target_version"),
@@ -53,7 +45,7 @@ def run_preflight_gates(module, environ=None):
         )
         if detail and detail.get("bundle"):
             report = os.path.join(root, detail["bundle"], "report.json")
-            run_dir = (os.environ if environ is None else environ).get(ENV_EVIDENCE_DIR)
+            run_dir = params.get("evidence_dir")
             detail["link"] = os.path.relpath(report, run_dir) if run_dir else report
     else:
         gates = preflight.cluster_gates(
@@ -82,11 +74,11 @@ def run_preflight_gates(module, environ=None):
 
 def run_rollout_report(module, now=None):
     params = module.params
-    root = resolve_evidence_dir(params.get("evidence_dir"))
+    root = params.get("evidence_dir")
     generated_at = (now or datetime.datetime.now(datetime.timezone.utc)).strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
-    run_id = params.get("run_id") or (os.path.basename(root) if root else None)
+    run_id = params.get("run_id") or (os.path.basename(os.path.abspath(root)) if root else None)
     report = rollout_report.build(
         params["request"],
         params["clusters"],
@@ -94,14 +86,14 @@ def run_rollout_report(module, now=None):
         run_id,
         pending_steps=params.get("pending_steps") or (),
     )
-    files = []
-    if root is None:
-        module.warn(NO_EVIDENCE_WARNING)
-    else:
-        writer = EvidenceWriter(root)
-        files.append(writer.write_json("report.json", report))
-        files.append(writer.write_text("report.md", rollout_report.render_markdown(report)))
-        files.append(writer.write_text("junit.xml", rollout_report.render_junit(report)))
+    root, files = write_report(
+        module,
+        [
+            ("report.json", report),
+            ("report.md", rollout_report.render_markdown(report)),
+            ("junit.xml", rollout_report.render_junit(report)),
+        ],
+    )
     module.exit_json(
         changed=False,
         decision=report["decision"],

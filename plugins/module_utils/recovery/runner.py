@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner layer of the recovery modules: params in, service calls, the result dict out.
 
-The only layer that exits; KaiopsError is turned into fail_json by each module's main().
+The only layer that exits; KaiopsError is turned into fail_json by ``ansible_module.run_module``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,33 +14,34 @@ import datetime
 import os
 import time
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import (
-    EvidenceWriter,
-    resolve_evidence_dir,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+    evidence_writer,
+    write_report,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery import (
-    WINDOW_RULE,
-    RecoveryService,
-    derive_window,
-    find,
-    observe,
-    plan,
-    ref,
-    start_latencies,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import client_from
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import (
+    KubeClient,
+    KubeWriter,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_apply import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import ref
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply import (
     InterventionJournal,
     RecoveryApplier,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_client import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
     RecoveryClient,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery_report import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report import (
     build,
     render_markdown,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.runner import (
-    NO_EVIDENCE_WARNING,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import (
+    WINDOW_RULE,
+    derive_window,
+    observe,
+    plan,
+    start_latencies,
 )
 
 
@@ -48,18 +49,12 @@ def _utc_now():
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def _client(params, factory):
-    return factory(
-        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
-    )
-
-
 def run_recovery_facts(
-    module, client_factory=RecoveryClient.from_options, now=_utc_now, clock=time.time
+    module, client_factory=KubeClient.from_options, now=_utc_now, clock=time.time
 ):
     params = module.params
-    client = _client(params, client_factory)
-    raw = RecoveryService(client).collect(params["kai_namespace"], params["binder_deployment"])
+    client = client_from(params, client_factory)
+    raw = RecoveryClient(client).collect(params["kai_namespace"], params["binder_deployment"])
     read_at = now()
     found = find(
         raw,
@@ -97,7 +92,7 @@ def run_recovery_facts(
     module.exit_json(**result)
 
 
-def run_recovery_apply(module, client_factory=RecoveryClient.from_options, clock=_utc_now):
+def run_recovery_apply(module, client_factory=KubeWriter.from_options, clock=_utc_now):
     params = module.params
     planned, idle = plan(
         params["findings"],
@@ -108,10 +103,10 @@ def run_recovery_apply(module, client_factory=RecoveryClient.from_options, clock
     )
     if not planned:
         module.exit_json(changed=False, interventions=[], idle_steps=idle, journal=None)
-    root = resolve_evidence_dir(params.get("evidence_dir"))
-    journal = InterventionJournal(EvidenceWriter(root)) if root else None
+    writer, _root = evidence_writer(module)
+    journal = InterventionJournal(writer) if writer else None
     applier = RecoveryApplier(
-        _client(params, client_factory), journal, params["cluster"], params["task"], clock
+        client_from(params, client_factory), journal, params["cluster"], params["task"], clock
     )
     done = applier.apply(planned, check_mode=module.check_mode)
     module.exit_json(
@@ -124,19 +119,17 @@ def run_recovery_apply(module, client_factory=RecoveryClient.from_options, clock
 
 def run_recovery_report(module, now=_utc_now):
     params = module.params
-    root = resolve_evidence_dir(params.get("evidence_dir"))
+    root = params.get("evidence_dir")
     report = build(
         params["clusters"],
         now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        run_id=os.path.basename(root) if root else None,
+        run_id=os.path.basename(os.path.abspath(root)) if root else None,
+        affected_range=params.get("affected_range"),
+        fixed_version=params.get("fixed_version"),
     )
-    files = []
-    if root is None:
-        module.warn(NO_EVIDENCE_WARNING)
-    else:
-        writer = EvidenceWriter(root)
-        files.append(writer.write_json("recovery.json", report))
-        files.append(writer.write_text("recovery.md", render_markdown(report)))
+    root, files = write_report(
+        module, [("recovery.json", report), ("recovery.md", render_markdown(report))]
+    )
     module.exit_json(
         changed=False,
         summary=report["summary"],

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Service layer for kai_recovery_apply: record each intervention, then apply it.
+"""Service layer of kai_recovery_apply: record each intervention, then apply it.
 
 The order for every planned intervention is fixed and enforced here:
 
@@ -33,8 +33,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_NOT_FOUND,
     KaiopsError,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence import safe_name
-from ansible_collections.kaiops.runbooks.plugins.module_utils.redact import sanitize_object
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    sanitize_object,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import safe_name
 
 JOURNAL = "interventions.jsonl"
 RESTART_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
@@ -96,8 +98,8 @@ class RecoveryApplier(object):
         if journal is None:
             raise KaiopsError(
                 "Failed to apply recovery steps on %s: no evidence folder to record the "
-                "interventions in; run with the kaiops.runbooks.evidence callback enabled or "
-                "set evidence_dir" % cluster,
+                "interventions in; run with the kaiops.runbooks.evidence callback enabled "
+                "(ansible.cfg) or set evidence_dir" % cluster,
                 status=STATUS_INVALID,
             )
         self._client = client

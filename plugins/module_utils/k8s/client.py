@@ -1,13 +1,18 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Client layer: Kubernetes API I/O only (GET and LIST; ``request`` for writes), no decisions.
+"""Client layer: Kubernetes API I/O only, no decisions.
 
 Talks to the API server with the ``kubernetes`` Python client's configuration and
 connection pool, but builds paths itself: one discovery GET per apiVersion (cached)
 maps a kind to its resource, then one LIST per selection. Every failure is raised as
 KaiopsError with a status an operator can act on (unreachable, unauthorized,
 forbidden, not_found, error).
+
+- ``KubeClient``: GET and LIST (every feature's reads), on the one ``request`` primitive.
+- ``KubeWriter``: the two writes recovery makes, on the same primitive: a DELETE of one named
+  object with preconditions on its UID and resourceVersion (HTTP 409 otherwise; never a
+  collection or label-selector delete), and a JSON merge patch carrying the resourceVersion.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -39,7 +44,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the libr
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = exc
 
+# For ansible_module.run_module(libraries=...): modules that reach a cluster need it.
+KUBERNETES = ("kubernetes", HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR)
+
 ACCEPT_JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
 # Server-side reduction to metadata: Secret data and Pod specs never cross the wire.
 ACCEPT_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," + ACCEPT_JSON
 
@@ -245,6 +254,34 @@ class KubeClient(object):
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
         return obj
+
+
+class KubeWriter(KubeClient):
+    """KubeClient plus a precondition DELETE and a merge PATCH of one named object."""
+
+    def delete(self, api_version, kind, name, namespace, uid, resource_version):
+        """Delete one object, only if it still has this UID and resourceVersion."""
+        path = self.collection_path(api_version, kind, namespace, name)
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Background",
+            "preconditions": {"uid": uid, "resourceVersion": resource_version},
+        }
+        return self.request("DELETE", path, "%s %s/%s" % (kind, namespace or "", name), body=body)
+
+    def patch(self, api_version, kind, name, namespace, patch, resource_version):
+        """Merge-patch one object, only if it still has this resourceVersion."""
+        path = self.collection_path(api_version, kind, namespace, name)
+        body = dict(patch)
+        body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=resource_version)
+        return self.request(
+            "PATCH",
+            path,
+            "%s %s/%s" % (kind, namespace or "", name),
+            body=body,
+            content_type=MERGE_PATCH,
+        )
 
 
 def _reason(exc):

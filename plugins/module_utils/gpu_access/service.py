@@ -1,42 +1,35 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""GPU access under sharing: read the probe pods, judge each case, build the report.
-
-Service layer, pure functions over plain data (pods and nodes as the API returns them,
-probe logs as text); nothing here talks to a cluster or exits. The runner
-(``gpu_access_runner``) writes the files.
+"""GPU access under sharing: judge each case. Service layer, pure rules over records.
 
 Each case has a rule in ``RULES`` (rules as data): ``rule(pods, context) -> (verdict,
-observed, observations)``. The expectation of each case is declared by the caller (the
-role's vars) before the workloads run; a case without a declared expectation is not
-judged. Verdicts:
+observed, observations)`` over the records of ``gpu_access/records.py``. The expectation of
+each case is declared by the caller (the role's vars) before the workloads run; a case without
+a declared expectation is not judged. Verdicts:
 
 - ``passed`` / ``failed``: the case's assertions held / did not;
 - ``not_run``: the case did not run, with the reason. Never counted as passed.
 
-Observations (what was seen, e.g. "no GPU present", the isolation in place) are kept
-apart from verdicts in the report.
+Observations (what was seen, e.g. "no GPU present", the isolation in place) are kept apart from
+verdicts in the report. ``cost_section`` puts the run's window through ``gpu_access/cost.py``.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-from datetime import datetime, timezone
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import (
+    parse_time,
+)
 
-CASE_LABEL = "kaiops.dev/gpu-access-case"
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
 NO_GPU = "no GPU present"
-# NVIDIA container runtime values that give a container no GPU device.
-NO_DEVICE_VALUES = (None, "", "void", "none")
 CASE_ORDER = (
     "whole_gpu",
     "concurrent",
@@ -46,112 +39,6 @@ CASE_ORDER = (
     "isolation",
 )
 ISOLATION_CHOICES = ("none", "time-slicing", "mig", "mps")
-
-
-# ----------------------------------------------------------------------------- reading
-
-
-def parse_time(value):
-    """An aware datetime from an RFC 3339 string, or None."""
-    if not value:
-        return None
-    text = str(value).strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-def parse_probe_log(text):
-    """The probe's JSON object (schema kaiops.gpuprobe/v1): the last JSON line of the log."""
-    for line in reversed((text or "").splitlines()):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and data.get("schema") == "kaiops.gpuprobe/v1":
-            return data
-    return None
-
-
-def device_ids(value):
-    """Device IDs in an NVIDIA_VISIBLE_DEVICES value; [] for unset, empty, void or none."""
-    if value in NO_DEVICE_VALUES or str(value).strip().lower() in ("void", "none"):
-        return []
-    return [part.strip() for part in str(value).split(",") if part.strip()]
-
-
-def _condition_time(pod, kind):
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind and cond.get("status") == "True":
-            return cond.get("lastTransitionTime")
-    return None
-
-
-def pod_record(pod, log_text):
-    """What the report needs of one probe pod: identity, timeline, exit, probe output.
-
-    Times come from the API (creationTimestamp, PodScheduled, the container's terminated
-    state) and from the probe's own JSON; never from the polling that waited for them.
-    """
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    statuses = status.get("containerStatuses") or []
-    state = (statuses[0].get("state") or {}) if statuses else {}
-    term = state.get("terminated") or {}
-    container = (spec.get("containers") or [{}])[0]
-    limits = (container.get("resources") or {}).get("limits") or {}
-    annotations = meta.get("annotations") or {}
-    probe = parse_probe_log(log_text)
-    visible = (probe or {}).get("visible") or {}
-    return {
-        "name": meta.get("name"),
-        "namespace": meta.get("namespace"),
-        "case": (meta.get("labels") or {}).get(CASE_LABEL),
-        "node": spec.get("nodeName"),
-        "scheduler": spec.get("schedulerName", "default-scheduler"),
-        "gpu_request": limits.get("nvidia.com/gpu"),
-        "gpu_fraction": annotations.get("gpu-fraction"),
-        "phase": status.get("phase"),
-        "reason": term.get("reason") or status.get("reason"),
-        "exit_code": term.get("exitCode"),
-        "submitted_at": meta.get("creationTimestamp"),
-        "scheduled_at": _condition_time(pod, "PodScheduled"),
-        "started_at": term.get("startedAt") or (state.get("running") or {}).get("startedAt"),
-        "finished_at": term.get("finishedAt"),
-        "probe": None
-        if probe is None
-        else {
-            "started_at": probe.get("started_at"),
-            "finished_at": probe.get("finished_at"),
-            "gpu_present": probe.get("gpu_present"),
-            "mode": probe.get("mode"),
-            "note": probe.get("note"),
-            "gpu_detail": probe.get("gpu_detail"),
-            "devices": probe.get("devices") or [],
-            "check_passed": (probe.get("check") or {}).get("passed"),
-            "computed_on": (probe.get("check") or {}).get("computed_on"),
-            "alloc": probe.get("alloc") or {},
-            "exit_code": probe.get("exit_code"),
-            "error": probe.get("error"),
-        },
-        "visible": {
-            "NVIDIA_VISIBLE_DEVICES": visible.get("NVIDIA_VISIBLE_DEVICES"),
-            "GPU_PORTION": visible.get("GPU_PORTION"),
-            "configmap": visible.get("configmap"),
-        },
-        "devices": device_ids(visible.get("NVIDIA_VISIBLE_DEVICES")),
-    }
-
-
-# ------------------------------------------------------------------------------ checks
 
 
 def _completed(rec):
@@ -577,9 +464,6 @@ def cost_section(pods, nodes, window_start, window_end, rate):
     return figures, markdown + "\n" + "\n".join(extra)
 
 
-# -------------------------------------------------------------------------------- report
-
-
 def summarize(results, require_sharing):
     counts = {PASSED: 0, FAILED: 0, NOT_RUN: 0}
     for res in results:
@@ -601,139 +485,3 @@ def summarize(results, require_sharing):
         "outcome": "failed" if reasons else "passed",
         "reasons": reasons,
     }
-
-
-def _cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(document, cost_markdown):
-    summary = document["summary"]
-    kai = document.get("kai") or {}
-    lines = [
-        "# GPU access: %s" % document["cluster"],
-        "",
-        "- outcome: **%s**%s"
-        % (
-            summary["outcome"].upper(),
-            " - " + "; ".join(summary["reasons"]) if summary["reasons"] else "",
-        ),
-        "- cases: %(cases)d (passed %(passed)d, failed %(failed)d, not run %(not_run)d)" % summary,
-        "- expectations declared at %s, before any workload was submitted"
-        % document["declared_at"],
-        "- KAI Scheduler: %s"
-        % (
-            "installed, version %s, GPU sharing %s"
-            % (kai.get("version") or "unknown", kai.get("gpu_sharing"))
-            if kai.get("installed")
-            else "not installed"
-        ),
-        "- namespace: %s; probe image %s"
-        % (document.get("namespace"), document.get("probe_image")),
-        "",
-        'Verdicts judge the declared expectation (an assertion). Lines marked "observation" '
-        'record what was seen and judge nothing. "not run" is never a pass.',
-        "",
-        "| case | expectation (declared before the run) | observed | verdict |",
-        "| --- | --- | --- | --- |",
-    ]
-    for res in document["cases"]:
-        verdict = res["verdict"].replace("_", " ")
-        if res["verdict"] == PASSED and any(NO_GPU in o for o in res["observations"]):
-            verdict += " (%s)" % NO_GPU
-        lines.append(
-            "| %s | %s | %s | **%s** |"
-            % (_cell(res["title"]), _cell(res["expectation"]), _cell(res["observed"]), verdict)
-        )
-    lines += ["", "## Observations", ""]
-    for res in document["cases"]:
-        for obs in res["observations"]:
-            lines.append("- %s: %s" % (res["id"], obs))
-    lines += ["", "## Workloads", ""]
-    lines += [
-        "| pod | case | node | GPU request | submitted | scheduled | started | finished "
-        "| exit | devices | probe |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for rec in document["workloads"]:
-        probe = rec["probe"] or {}
-        lines.append(
-            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-            % tuple(
-                _cell(x)
-                for x in (
-                    rec["name"],
-                    rec["case"],
-                    rec["node"],
-                    rec["gpu_fraction"]
-                    and "fraction " + rec["gpu_fraction"]
-                    or rec["gpu_request"]
-                    or "none",
-                    rec["submitted_at"],
-                    rec["scheduled_at"],
-                    rec["started_at"],
-                    rec["finished_at"],
-                    rec["exit_code"],
-                    ",".join(rec["devices"]) or "none",
-                    "%s, %s" % (probe.get("mode"), probe.get("note") or "GPU")
-                    if probe
-                    else "no JSON",
-                )
-            )
-        )
-    lines += [
-        "",
-        "Times: submitted = creationTimestamp, scheduled = PodScheduled, started/finished = "
-        "the container's terminated state (the probe's own times are in gpu_access.json).",
-        "",
-    ]
-    if cost_markdown:
-        lines += [cost_markdown]
-    else:
-        lines += [
-            "## Utilisation and cost of this run's window",
-            "",
-            "Not computed: %s." % document["cost"].get("reason"),
-            "",
-        ]
-    return "\n".join(lines)
-
-
-def build_report(params, now):
-    """The whole report document and its markdown, from the module's parameters."""
-    logs = params.get("logs") or {}
-    pods = [
-        pod_record(pod, logs.get((pod.get("metadata") or {}).get("name"))) for pod in params["pods"]
-    ]
-    pods.sort(key=lambda r: (r["submitted_at"] or "", r["name"] or ""))
-    skipped = dict(params.get("skipped") or {})
-    context = {
-        "skipped": skipped,
-        "not_selected": params.get("not_selected") or [],
-        "nodes": params.get("nodes") or [],
-        "expected_isolation": params["expected_isolation"],
-        "fraction": params.get("fraction", "0.5"),
-    }
-    results = evaluate(params["cases"], pods, context)
-    summary = summarize(results, params["require_sharing"])
-    window_start = params.get("window_start") or params.get("declared_at") or now
-    try:
-        figures, cost_md = cost_section(pods, context["nodes"], window_start, now, params["rate"])
-    except cost.CostError as exc:
-        figures, cost_md = {"computed": False, "reason": str(exc)}, None
-    document = {
-        "schema": "kaiops.gpu_access/v1",
-        "cluster": params["cluster"],
-        "generated_at": now,
-        "declared_at": params.get("declared_at"),
-        "namespace": params.get("namespace"),
-        "probe_image": params.get("probe_image"),
-        "kai": params.get("kai") or {},
-        "expected_isolation": params["expected_isolation"],
-        "require_sharing": params["require_sharing"],
-        "summary": summary,
-        "cases": results,
-        "workloads": pods,
-        "cost": figures,
-    }
-    return document, render_markdown(document, cost_md)

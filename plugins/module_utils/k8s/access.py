@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Service-layer helper: an optional read whose refusal is recorded, not fatal."""
+"""Access: an optional read whose refusal is recorded, not fatal (every feature's reads)."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -1,19 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Evidence folder I/O shared by the modules and the evidence callback.
+"""Evidence folder I/O: the writer every module and the evidence callback share.
 
-- ``resolve_evidence_dir``: the run's folder from the module option or KAIOPS_EVIDENCE_DIR.
-- ``EvidenceWriter``: writes files inside that folder only, atomically (temp file + rename),
-  and never replaces an existing file.
-- ``build_manifest``: the ``sha256sum -c`` compatible manifest over every file.
+- ``resolve_evidence_dir``: the run's folder from the module's ``evidence_dir`` option, which
+  the collection's action plugins fill in from the run's context on the controller
+  (plugins/plugin_utils/run_context.py); there is no environment variable.
+- ``EvidenceWriter``: writes files inside that folder only, atomically (temp file + link), and
+  never replaces an existing file.
+
+The manifest lives in ``evidence/manifest.py``, the report writer in ``evidence/report.py``.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
 import json
 import os
 import re
@@ -24,9 +26,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 
-ENV_EVIDENCE_DIR = "KAIOPS_EVIDENCE_DIR"
-MANIFEST = "manifest.sha256"
-STATUS_FILE = "status"
 TEMP_PREFIX = ".kaiops-tmp-"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -39,17 +38,14 @@ def safe_name(text, fallback="unnamed"):
     return name[:120] or fallback
 
 
-def resolve_evidence_dir(option=None, environ=None):
+def resolve_evidence_dir(option=None):
     """The evidence folder to write into, or None when no run folder is known."""
-    environ = os.environ if environ is None else environ
-    path = option or environ.get(ENV_EVIDENCE_DIR) or None
-    if path is None:
+    if not option:
         return None
-    path = os.path.abspath(os.path.expanduser(path))
+    path = os.path.abspath(os.path.expanduser(option))
     if not os.path.isdir(path):
-        source = "evidence_dir" if option else ENV_EVIDENCE_DIR
         raise KaiopsError(
-            "Failed to open evidence folder %s (from %s): it is not a directory" % (path, source),
+            "Failed to open evidence folder %s (from evidence_dir): it is not a directory" % path,
             status=STATUS_INVALID,
         )
     return path
@@ -122,52 +118,3 @@ class EvidenceWriter(object):
         return self.write_text(relpath, canonical_json(data))
 
 
-def sha256_file(path, chunk=1024 * 1024):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(chunk), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def bundle_files(root, exclude=(MANIFEST,)):
-    """Relative paths of every regular file under root, sorted; temp files and links skipped."""
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in files:
-            full = os.path.join(folder, name)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            if name.startswith(TEMP_PREFIX) or rel in exclude or os.path.islink(full):
-                continue
-            found.append(rel)
-    return sorted(found)
-
-
-def build_manifest(root):
-    """Text of manifest.sha256: '<sha256>  <relative path>' per file, as sha256sum writes it."""
-    lines = ["%s  %s\n" % (sha256_file(os.path.join(root, rel)), rel) for rel in bundle_files(root)]
-    return "".join(lines)
-
-
-def verify_manifest(root):
-    """List of problems (empty when every listed file matches and every file is listed)."""
-    problems = []
-    manifest_path = os.path.join(root, MANIFEST)
-    if not os.path.isfile(manifest_path):
-        return ["%s is missing" % MANIFEST]
-    listed = {}
-    with open(manifest_path, "r") as handle:
-        for line in handle:
-            digest, _sep, rel = line.rstrip("\n").partition("  ")
-            listed[rel] = digest
-    for rel, digest in sorted(listed.items()):
-        full = os.path.join(root, rel)
-        if not os.path.isfile(full):
-            problems.append("%s: listed but missing" % rel)
-        elif sha256_file(full) != digest:
-            problems.append("%s: checksum mismatch" % rel)
-    for rel in bundle_files(root):
-        if rel not in listed:
-            problems.append("%s: present but not in the manifest" % rel)
-    return problems

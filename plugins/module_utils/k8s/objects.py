@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes objects as plain data: references, times, pod conditions. Pure, no I/O."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import meta
+
+
+def parse_time(text):
+    """RFC 3339 (as the API server writes it) -> aware datetime; None when absent/unreadable."""
+    if not text:
+        return None
+    try:
+        return datetime.datetime.strptime(str(text).replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        try:
+            return datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+
+def iso(when):
+    return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
+
+
+def ref(obj):
+    data = meta(obj)
+    return {
+        "api_version": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "namespace": data.get("namespace"),
+        "name": data.get("name"),
+        "uid": data.get("uid"),
+        "resource_version": data.get("resourceVersion"),
+    }
+
+
+def key(obj):
+    """'<namespace>/<name>'."""
+    data = meta(obj)
+    return "%s/%s" % (data.get("namespace"), data.get("name"))
+
+
+def condition(pod, kind):
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return cond
+    return None
+
+
+def is_bound(pod):
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def is_live(pod):
+    phase = (pod.get("status") or {}).get("phase")
+    return phase not in ("Succeeded", "Failed") and not meta(pod).get("deletionTimestamp")
+
+
+def age_s(obj, now):
+    created = parse_time(meta(obj).get("creationTimestamp"))
+    return (now - created).total_seconds() if created else None
+
+
+def in_scope(namespace, namespaces):
+    return not namespaces or namespace in namespaces

@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""KAI Scheduler's objects as the collection reads them: kinds, names, labels, annotations.
+
+The one home of these facts for every feature (inventory, recovery, rollout, gpu_access);
+pure data and accessors, no I/O. KAI's *release* facts (the version pair, the affected
+range, how each release writes the GPU-sharing ConfigMap) are not here: they live in the
+collection's data file ``meta/kai_releases.yml``, which the action plugins read on the
+controller and hand to the modules as option defaults.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# ------------------------------------------------------------------ API kinds (apiVersion, kind)
+DEPLOYMENT = ("apps/v1", "Deployment")
+KAI_CONFIG = ("kai.scheduler/v1", "Config")
+KAI_CONFIG_NAME = "kai-config"
+SCHEDULING_SHARD = ("kai.scheduler/v1", "SchedulingShard")
+QUEUE = ("scheduling.run.ai/v2", "Queue")
+BIND_REQUEST = ("scheduling.run.ai/v1alpha2", "BindRequest")
+CLUSTER_POLICY = ("nvidia.com/v1", "ClusterPolicy")
+
+# ------------------------------------------------------------------ default names of an install
+NAMESPACE = "kai-scheduler"
+HELM_RELEASE = "kai-scheduler"
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+BINDER = "binder"
+OPERATOR = "kai-operator"
+ADMISSION = "admission"
+
+# ------------------------------------------------------------------ the GPU-sharing path
+# Pod annotations that put a pod on the GPU-sharing (fraction) path.
+FRACTION_ANNOTATION = "gpu-fraction"
+SHARED_CM_ANNOTATION = "runai/shared-gpu-configmap"
+FRACTION_ANNOTATIONS = (FRACTION_ANNOTATION, "gpu-memory", SHARED_CM_ANNOTATION)
+GPU_GROUP_LABEL = "runai-gpu-group"
+RESERVE_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
+ADMISSION_SHARING_ARG = "--gpu-sharing-enabled=true"
+# What the binder's panic leaves in a BindRequest's status and a pod's PodBound condition.
+NIL_MAP_REASON = "assignment to entry in nil map"
+# A GPU-sharing ConfigMap is named <annotation prefix>-<index>[-evar]: capabilities and env.
+_CM_NAME = r"^%s-(i?\d+)(-evar)?$"
+CM_SUFFIX = re.compile(r"^.+-(i?\d+)(-evar)?$")
+
+# ------------------------------------------------------------------ GPU node labels
+NODE_LABELS = {
+    "mig_strategy": "nvidia.com/mig.strategy",
+    "sharing_strategy": "nvidia.com/gpu.sharing-strategy",
+    "replicas": "nvidia.com/gpu.replicas",
+    "product": "nvidia.com/gpu.product",
+    "device_plugin_config": "nvidia.com/device-plugin.config",
+    "mps_capable": "nvidia.com/mps.capable",
+    "fake_gpu": "run.ai/fake.gpu",
+}
+
+# ------------------------------------------------------------------ marks of our own
+DISPOSABLE_ANNOTATION = "kaiops.dev/disposable"
+
+
+def meta(obj):
+    return (obj or {}).get("metadata") or {}
+
+
+def annotations(obj):
+    return meta(obj).get("annotations") or {}
+
+
+def labels(obj):
+    return meta(obj).get("labels") or {}
+
+
+def sharing_configmap_pattern(prefix):
+    """The names of the GPU-sharing ConfigMaps of pods annotated with this prefix."""
+    return re.compile(_CM_NAME % re.escape(prefix))
+
+
+def sharing_configmap_role(name):
+    """'env' for the -evar ConfigMap, 'capabilities' for the other."""
+    return "env" if (name or "").endswith("-evar") else "capabilities"
+
+
+def on_sharing_path(pod):
+    """A pod that shares a GPU: a fraction, a shared ConfigMap or a GPU group."""
+    return (
+        FRACTION_ANNOTATION in annotations(pod)
+        or SHARED_CM_ANNOTATION in annotations(pod)
+        or GPU_GROUP_LABEL in labels(pod)
+    )

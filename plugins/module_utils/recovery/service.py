@@ -1,0 +1,339 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Service layer of recovery: the observation window, the plan and the observation. Pure.
+
+- ``start_latencies`` / ``derive_window``: the observation window from the cluster's own
+  measured pod start latencies (rules as data, the clock passed in).
+- ``plan``: which object each enabled step acts on; a disabled step plans nothing.
+- ``observe``: after interventions, per finding recovered / not recovered / not applicable,
+  with the timestamps read from the objects' conditions.
+
+What is found is decided in ``recovery/findings.py``; the interventions are applied, each
+recorded first, by ``recovery/apply.py``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import (
+    condition,
+    in_scope,
+    is_bound,
+    is_live,
+    iso,
+    key,
+    parse_time,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    GPU_GROUP_LABEL,
+    RESERVATION_NAMESPACE,
+    labels,
+    meta,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import (
+    NIL_MAP,
+    OTHER_BIND_ERROR,
+    STALE,
+    UNRELATED,
+    count,
+)
+
+# The enabled-by-the-user steps and the finding kind each one acts on.
+STEPS = {
+    "delete_failed_bindrequests": "failed_bindrequest",
+    "delete_stale_reservation_pods": "stale_reservation_pod",
+    "delete_orphan_configmaps": "orphan_configmap",
+    "restart_binder": None,  # acts on the binder Deployment, for the bind failures found
+}
+DELETE_STEPS = tuple(s for s, kind in STEPS.items() if kind)
+
+# Finding kinds whose recovery is the pod getting bound.
+POD_WORK_KINDS = ("failed_bind", "unbound_group_pod")
+
+
+# ---------------------------------------------------------------- window (pure)
+
+WINDOW_RULE = {
+    "multiplier": 3,
+    "floor_s": 30,
+    "cap_s": 900,
+    "fallback_s": 120,
+    "lookback_s": 86400,
+    "max_samples": 200,
+}
+
+
+def pod_started(pod):
+    """Earliest container start of a pod (running or terminated startedAt), or None."""
+    times = []
+    status = pod.get("status") or {}
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        state = cs.get("state") or {}
+        for phase in ("running", "terminated"):
+            started = parse_time((state.get(phase) or {}).get("startedAt"))
+            if started:
+                times.append(started)
+    return min(times) if times else None
+
+
+def start_latencies(pods, now, lookback_s, max_samples):
+    """Start latency (creation to first container start) of the newest pods created within
+    lookback_s; the newest max_samples."""
+    samples = []
+    for pod in pods:
+        created = parse_time(meta(pod).get("creationTimestamp"))
+        started = pod_started(pod)
+        if not created or not started or started < created:
+            continue
+        if (now - created).total_seconds() > lookback_s:
+            continue
+        samples.append(
+            {
+                "namespace": meta(pod).get("namespace"),
+                "name": meta(pod).get("name"),
+                "created": iso(created),
+                "started": iso(started),
+                "latency_s": round((started - created).total_seconds(), 3),
+            }
+        )
+    samples.sort(key=lambda s: s["created"], reverse=True)
+    return samples[:max_samples]
+
+
+def median(values):
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2.0
+
+
+def derive_window(samples, rule=None, explicit_s=0):
+    """The observation window: explicit when given, else clamp(multiplier x median start
+    latency, floor, cap), else the fallback when nothing was measured."""
+    rule = dict(WINDOW_RULE, **(rule or {}))
+    med = median([s["latency_s"] for s in samples])
+    if explicit_s:
+        window, source = int(explicit_s), "kai_recovery_window_s (given)"
+    elif med is None:
+        window = int(rule["fallback_s"])
+        source = (
+            "fallback: no pod started in the last %ds to measure a normal start"
+            % rule["lookback_s"]
+        )
+    else:
+        raw = rule["multiplier"] * med
+        window = int(min(max(raw, rule["floor_s"]), rule["cap_s"]) + 0.999)
+        source = "measured: %s x median start latency %.1fs of %d pods, floor %ds, cap %ds" % (
+            rule["multiplier"],
+            med,
+            len(samples),
+            rule["floor_s"],
+            rule["cap_s"],
+        )
+    return {
+        "window_s": window,
+        "source": source,
+        "median_start_s": med,
+        "samples": len(samples),
+        "rule": rule,
+        "newest_samples": samples[:10],
+    }
+
+
+# ---------------------------------------------------------------- plan (pure)
+
+
+def plan(findings, steps, binder=None, kai_namespace="kai-scheduler", namespaces=()):
+    """Interventions for the enabled steps only, each on one object found; and why a step
+    enabled has nothing to do. binder: ref() of the binder Deployment, or None."""
+    planned, idle = [], []
+    for step in steps:
+        if step not in STEPS:
+            raise KaiopsError(
+                "Failed to plan recovery step %r: unknown step; use one of %s"
+                % (step, sorted(STEPS)),
+                status="invalid_input",
+            )
+    for step in [s for s in STEPS if s in steps]:
+        kind = STEPS[step]
+        if kind is None:
+            acted = [
+                f["id"]
+                for f in findings
+                if f["kind"] in ("failed_bind", "failed_bindrequest", "orphan_configmap")
+                and f["classification"] in (NIL_MAP, STALE, OTHER_BIND_ERROR)
+            ]
+            if not acted:
+                idle.append({"step": step, "reason": "no failed bind found to retry"})
+            elif not binder:
+                idle.append(
+                    {
+                        "step": step,
+                        "reason": "no binder Deployment in namespace %s on this cluster"
+                        % kai_namespace,
+                    }
+                )
+            else:
+                planned.append(
+                    {
+                        "step": step,
+                        "action": "restart",
+                        "target": dict(binder),
+                        "findings": acted,
+                        "why": "rolling restart of the binder, for %d bind failure(s) found: %s"
+                        % (len(acted), ", ".join(acted[:5])),
+                    }
+                )
+            continue
+        targets = [
+            f
+            for f in findings
+            if f["kind"] == kind and in_scope(f["object"]["namespace"], namespaces)
+        ]
+        if not targets:
+            idle.append({"step": step, "reason": "nothing of kind %s found" % kind})
+        for finding in targets:
+            planned.append(
+                {
+                    "step": step,
+                    "action": "delete",
+                    "target": dict(finding["object"]),
+                    "findings": [finding["id"]],
+                    "why": "%s (%s): %s"
+                    % (finding["kind"], finding["classification"], "; ".join(finding["evidence"])),
+                }
+            )
+    return planned, idle
+
+
+# ---------------------------------------------------------------- observe (pure)
+
+
+def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RESERVATION_NAMESPACE):
+    """Per baseline finding: recovered / not_recovered / not_applicable, with when and why."""
+    pods = raw.get("pods") or []
+    by_uid = {}
+    for kind_items in (pods, raw.get("configmaps") or [], raw.get("bind_requests") or []):
+        for obj in kind_items:
+            if meta(obj).get("uid"):
+                by_uid[meta(obj)["uid"]] = obj
+    pods_by_key = {key(p): p for p in pods}
+    groups_in_use = {}
+    for p in pods:
+        group = labels(p).get(GPU_GROUP_LABEL)
+        if (
+            group
+            and is_bound(p)
+            and is_live(p)
+            and meta(p).get("namespace") != reservation_namespace
+        ):
+            groups_in_use.setdefault(group, p)
+    deleted = {}
+    for item in interventions or []:
+        if item.get("outcome") == "deleted":
+            deleted[(item.get("target") or {}).get("uid")] = item
+    read_at = iso(now)
+    outcomes = []
+    for finding in baseline:
+        obj = finding["object"]
+        current = by_uid.get(obj.get("uid"))
+        if finding["classification"] == UNRELATED:
+            verdict, at, why = (
+                "not_applicable",
+                None,
+                "Pending for resources: not this failure, recovery does not act on it",
+            )
+        elif finding["kind"] in POD_WORK_KINDS or finding["kind"] == "failed_bindrequest":
+            pod = current
+            if finding["kind"] == "failed_bindrequest":
+                pod = pods_by_key.get("%s/%s" % (obj["namespace"], finding.get("pod")))
+            verdict, at, why = _pod_outcome(pod)
+            if finding["kind"] == "failed_bindrequest":
+                gone = (
+                    "the BindRequest is gone"
+                    if current is None
+                    else "the BindRequest is still there"
+                )
+                why = "%s; %s" % (gone, why)
+        elif finding["kind"] == "stale_reservation_pod":
+            user = groups_in_use.get(finding.get("gpu_group"))
+            if current is None:
+                verdict, at, why = _gone(obj, deleted, read_at)
+            elif user is not None:
+                cond = condition(user, "PodScheduled") or {}
+                verdict, at = "recovered", cond.get("lastTransitionTime")
+                why = "its GPU group is used again by bound pod %s" % key(user)
+            else:
+                verdict, at, why = "not_recovered", None, "still there, its GPU group unused"
+        elif finding["kind"] == "orphan_configmap":
+            owner = next(
+                (
+                    p
+                    for p in pods
+                    if meta(p).get("namespace") == obj["namespace"]
+                    and meta(p).get("name") == finding.get("owner_pod")
+                ),
+                None,
+            )
+            if current is None:
+                verdict, at, why = _gone(obj, deleted, read_at)
+            elif owner is not None and is_bound(owner) and is_live(owner):
+                cond = condition(owner, "PodScheduled") or {}
+                verdict, at = "recovered", cond.get("lastTransitionTime")
+                why = "its owner pod %s is bound now" % finding.get("owner_pod")
+            else:
+                verdict, at, why = "not_recovered", None, "still there, its owner pod not bound"
+        else:  # pragma: no cover - every kind is handled above
+            verdict, at, why = "not_applicable", None, "unknown kind"
+        outcomes.append(
+            {"finding": finding["id"], "verdict": verdict, "at": at, "why": why, "read_at": read_at}
+        )
+    pending = [o for o in outcomes if o["verdict"] == "not_recovered"]
+    return {
+        "outcomes": outcomes,
+        "pending": len(pending),
+        "summary": count(outcomes, "verdict"),
+        "read_at": read_at,
+    }
+
+
+def _pod_outcome(pod):
+    if pod is None:
+        return "not_applicable", None, "the pod no longer exists: no pending work left"
+    if is_bound(pod):
+        cond = condition(pod, "PodScheduled") or {}
+        bound = condition(pod, "PodBound") or {}
+        at = (
+            bound.get("lastTransitionTime") if bound.get("status") == "True" else None
+        ) or cond.get("lastTransitionTime")
+        return (
+            "recovered",
+            at,
+            "bound to %s (PodScheduled since %s)"
+            % (
+                pod["spec"]["nodeName"],
+                cond.get("lastTransitionTime"),
+            ),
+        )
+    cond = condition(pod, "PodBound") or condition(pod, "PodScheduled")
+    state = (
+        "%s=%s %s" % (cond.get("type"), cond.get("status"), cond.get("reason") or "")
+        if cond
+        else "no scheduling condition"
+    )
+    return "not_recovered", None, "still not bound (%s)" % state.strip()
+
+
+def _gone(obj, deleted, read_at):
+    item = deleted.get(obj.get("uid"))
+    if item is not None:
+        return (
+            "recovered",
+            item.get("deletion_timestamp") or item.get("applied_at"),
+            "deleted by intervention %s (%s)" % (item.get("id"), item.get("step")),
+        )
+    return "recovered", read_at, "gone (removed by something other than this run)"

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The base of every action plugin of the collection: controller-side context for a module.
+
+Each module of the collection has an action plugin of the same name (``plugins/action/``)
+built on ``KaiopsModuleAction``. Before the module runs it:
+
+1. fills in, when the task leaves them out, the options the module takes from KAI's release
+   facts (``RELEASE_DEFAULTS`` in the module file; ``plugin_utils/releases.py``);
+2. gives a module that writes evidence the run's bundle (``evidence_dir``) and a module that
+   searches the evidence store its root (``evidence_root``), from the play's run context
+   (``plugin_utils/run_context.py``, registered by the evidence callback) - no environment
+   variable is involved;
+3. drops the connection options (``kubeconfig``, ``context``, ``request_timeout``) that
+   ``module_defaults: group/kaiops.runbooks.kai`` gives every module of the group, for modules
+   that do not reach a cluster;
+4. runs the module on the controller, in the Python that runs Ansible (where the collection's
+   requirements are installed), whatever the host's connection: a host of this collection is
+   a Kubernetes cluster, reached through its API server with a kubeconfig on the controller.
+
+``extra_args(task_vars)`` lets a plugin add arguments read from the task's variables.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import importlib
+import sys
+
+from ansible.plugins.action import ActionBase
+from ansible.plugins.loader import connection_loader
+
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils import releases, run_context
+
+MODULES_PACKAGE = "ansible_collections.kaiops.runbooks.plugins.modules"
+CONNECTION_OPTIONS = ("kubeconfig", "context", "request_timeout")
+
+
+def module_code(resolved_action):
+    """The module's Python file, imported on the controller for its argspec and declarations."""
+    return importlib.import_module("%s.%s" % (MODULES_PACKAGE, resolved_action.split(".")[-1]))
+
+
+def controller_args(code, args, context, facts=None):
+    """The module's arguments with the controller's context filled in (pure; see the module doc)."""
+    spec = code.argspec()
+    out = dict(args)
+    for option in CONNECTION_OPTIONS:
+        if option in out and option not in spec:
+            del out[option]
+    for option, dotted in getattr(code, "RELEASE_DEFAULTS", {}).items():
+        if out.get(option) in (None, ""):
+            out[option] = releases.value(dotted, facts)
+    if context:
+        if "evidence_dir" in spec and not out.get("evidence_dir"):
+            out["evidence_dir"] = context["dir"]
+        if "evidence_root" in spec and not out.get("evidence_root"):
+            out["evidence_root"] = context["root"]
+    return out
+
+
+class KaiopsModuleAction(ActionBase):
+    TRANSFERS_FILES = False
+
+    def extra_args(self, task_vars):
+        """Arguments a plugin adds from the task's variables (none by default)."""
+        return {}
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(KaiopsModuleAction, self).run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        action = self._task.resolved_action or self._task.action
+        args = controller_args(
+            module_code(action), self._task.args, run_context.for_task(self._task)
+        )
+        args.update(self.extra_args(task_vars))
+        result.update(self._run_on_controller(action, args, task_vars))
+        return result
+
+    def _run_on_controller(self, action, args, task_vars):
+        if not getattr(self._connection, "_remote_is_local", False):
+            local = connection_loader.get("ansible.builtin.local", self._play_context)
+            local.set_options()
+            local._shell.set_options()
+            self._connection = local
+        task_vars = dict(task_vars, ansible_python_interpreter=sys.executable)
+        return self._execute_module(module_name=action, module_args=args, task_vars=task_vars)
