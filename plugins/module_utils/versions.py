@@ -4,7 +4,7 @@
 """Release versions and version ranges: pure functions, no I/O.
 
 A range is a comma-separated list of clauses, each an operator and a version:
-``>=0.16.9,<0.16.14``. A version is ``[v]MAJOR.MINOR[.PATCH][-PRERELEASE]``; image tags
+``>=1.4.0,<1.4.3``. A version is ``[v]MAJOR.MINOR[.PATCH][-PRERELEASE]``; image tags
 with a build suffix such as ``-fips`` are read as the release they carry.
 """
 
@@ -20,8 +20,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 
-# Kept in one place: the role's argument check uses the same shape (roles/kai_inventory).
-RANGE_EXAMPLE = ">=0.16.9,<0.16.14"
+# The shape of a range, for messages. KAI's affected range is a release fact: it lives in the
+# collection's meta/kai_releases.yml and reaches the modules as an option (plugin_utils/action.py).
+RANGE_EXAMPLE = ">=1.4.0,<1.4.3"
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?$")
 _CLAUSE = re.compile(r"^(>=|<=|==|!=|>|<)\s*(\S+)$")
@@ -39,7 +40,7 @@ _OPERATORS = {
 
 
 def parse_version(text):
-    """'v0.16.13' -> sortable key; None when the text is not a release version (digest, latest)."""
+    """'v1.4.2' -> sortable key; None when the text is not a release version (digest, latest)."""
     match = _VERSION.match((text or "").strip())
     if not match:
         return None
@@ -51,7 +52,7 @@ def parse_version(text):
 
 
 def parse_range(text):
-    """'>=0.16.9,<0.16.14' -> [(op, key, clause)]; raises KaiopsError naming the bad clause."""
+    """'>=1.4.0,<1.4.3' -> [(op, key, clause)]; raises KaiopsError naming the bad clause."""
     if not isinstance(text, str) or not text.strip():
         raise KaiopsError(
             "Failed to parse version range %r: it is empty; give clauses like %r"

@@ -72,7 +72,7 @@ chart:
   description: Chart name and version of the current revision.
   returned: success
   type: str
-  sample: kai-scheduler-v0.16.13
+  sample: kai-scheduler-v1.4.2
 app_version:
   description: App version of the current revision.
   returned: success

@@ -52,12 +52,11 @@ options:
     description:
       - Binder versions affected by the defect, as comma-separated clauses C(<op><version>)
         with op one of C(>=), C(>), C(<=), C(<), C(==), C(!=).
-      - The default is conservative. The release notes say v0.16.14 fixes the panic; up to
-        v0.16.8 every caller passed an empty map so the panicking loop never ran. Which releases
-        between carry the race fix without the nil check must be read from each version's
-        source, so every release after v0.16.8 is counted as affected.
+      - Default - C(affected_range) of the collection's C(meta/kai_releases.yml), the one home
+        of KAI's release facts (with the source of each), given by the module's action plugin.
+        That range is conservative - every release that could carry the race fix without the
+        nil check is counted until its source says otherwise.
     type: str
-    default: ">=0.16.9,<0.16.14"
   helm_release:
     description: Name of the Helm release, used to read its release Secrets' labels.
     type: str
@@ -137,8 +136,8 @@ inventory:
       sample:
         verdict: exposed
         reasons: [affected binder version and pods on the GPU-sharing path]
-        affected_range: ">=0.16.9,<0.16.14"
-        binder_version: v0.16.13
+        affected_range: ">=1.4.0,<1.4.3"
+        binder_version: v1.4.2
         version_in_range: true
         path_in_use: true
         gpu_sharing_enabled: true
@@ -173,6 +172,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner i
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
 
+# Options the action plugin fills in from meta/kai_releases.yml when the task leaves them out.
+RELEASE_DEFAULTS = {"affected_range": "affected_range"}
+
 
 def argspec():
     return merge_specs(
@@ -180,7 +182,7 @@ def argspec():
         {
             "cluster": {"type": "str", "required": True},
             "namespace": {"type": "str", "default": "kai-scheduler"},
-            "affected_range": {"type": "str", "default": ">=0.16.9,<0.16.14"},
+            "affected_range": {"type": "str"},
             "helm_release": {"type": "str", "default": "kai-scheduler"},
             "binder_deployment": {"type": "str", "default": "binder"},
             "operator_deployment": {"type": "str", "default": "kai-operator"},

@@ -30,9 +30,16 @@ options:
     type: dict
     required: true
   affected_range:
-    description: The affected binder range used, shown in the report header.
+    description:
+      - The affected binder range used, shown in the report header.
+      - Default - C(affected_range) of the collection's C(meta/kai_releases.yml), given by the
+        module's action plugin.
     type: str
-    default: ">=0.16.9,<0.16.14"
+  fixed_version:
+    description:
+      - The KAI release that fixes the defect, named in the report header.
+      - Default - C(pair.patched) of the collection's C(meta/kai_releases.yml).
+    type: str
 attributes:
   check_mode:
     support: full
@@ -82,13 +89,17 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner i
     run_inventory_report,
 )
 
+# Options the action plugin fills in from meta/kai_releases.yml when the task leaves them out.
+RELEASE_DEFAULTS = {"affected_range": "affected_range", "fixed_version": "pair.patched"}
+
 
 def argspec():
     return merge_specs(
         EVIDENCE_ARG_SPEC,
         {
             "clusters": {"type": "dict", "required": True},
-            "affected_range": {"type": "str", "default": ">=0.16.9,<0.16.14"},
+            "affected_range": {"type": "str"},
+            "fixed_version": {"type": "str"},
         },
     )
 

@@ -17,7 +17,7 @@ description:
   - Reads, without changing anything, one LIST per kind (Pods, ConfigMaps, KAI BindRequests
     C(scheduling.run.ai/v1alpha2)), the binder Deployment and namespace kube-system, and returns
     findings - what a failed bind leaves behind after the KAI binder nil-data ConfigMap panic
-    (fixed in KAI v0.16.14).
+    (the release that fixes it is C(pair.patched) of the collection's C(meta/kai_releases.yml)).
   - Finding kinds. V(failed_bind) a pod with annotation C(gpu-fraction), Pending and unbound, with
     condition C(PodBound=False) or a failed BindRequest. V(failed_bindrequest) a BindRequest in
     phase C(Failed). V(stale_reservation_pod) a pod in the reservation namespace whose

@@ -28,6 +28,17 @@ options:
     description: Cluster name to that cluster's C(kai_recovery__output).
     type: dict
     required: true
+  affected_range:
+    description:
+      - The affected binder range of the prevention line when a cluster's inventory has none.
+      - Default - C(affected_range) of the collection's C(meta/kai_releases.yml), given by the
+        module's action plugin.
+    type: str
+  fixed_version:
+    description:
+      - The KAI release that fixes the defect, named in the prevention line.
+      - Default - C(pair.patched) of the collection's C(meta/kai_releases.yml).
+    type: str
 attributes:
   check_mode:
     support: full
@@ -75,9 +86,19 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner im
     run_recovery_report,
 )
 
+# Options the action plugin fills in from meta/kai_releases.yml when the task leaves them out.
+RELEASE_DEFAULTS = {"affected_range": "affected_range", "fixed_version": "pair.patched"}
+
 
 def argspec():
-    return merge_specs(EVIDENCE_ARG_SPEC, {"clusters": {"type": "dict", "required": True}})
+    return merge_specs(
+        EVIDENCE_ARG_SPEC,
+        {
+            "clusters": {"type": "dict", "required": True},
+            "affected_range": {"type": "str"},
+            "fixed_version": {"type": "str"},
+        },
+    )
 
 
 def main():

@@ -1,6 +1,7 @@
-"""module_utils/recovery_report.py: prevention kept apart from remediation; the Markdown."""
+"""module_utils/recovery/report.py: prevention kept apart from remediation; the Markdown."""
 
 import pytest
+from conftest import AFFECTED_RANGE, PATCHED, PRE
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report import (
     build,
@@ -10,11 +11,11 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report im
 )
 
 
-def inventory(installed=True, version="v0.16.13", in_range=True):
+def inventory(installed=True, version=PRE, in_range=True):
     return {
         "kai": {"installed": installed, "version": version},
         "exposure": {
-            "affected_range": ">=0.16.9,<0.16.14",
+            "affected_range": AFFECTED_RANGE,
             "version_in_range": in_range,
             "verdict": "exposed",
         },
@@ -24,8 +25,8 @@ def inventory(installed=True, version="v0.16.13", in_range=True):
 @pytest.mark.parametrize(
     "inv, starts",
     [
-        (inventory(), "NOT prevented: binder v0.16.13 is in the affected range"),
-        (inventory(version="v0.16.14", in_range=False), "prevented: binder v0.16.14 is outside"),
+        (inventory(), "NOT prevented: binder %s is in the affected range" % PRE),
+        (inventory(version=PATCHED, in_range=False), "prevented: binder %s is outside" % PATCHED),
         (
             inventory(installed=False, version=None, in_range=None),
             "not assessable: KAI is not installed",
@@ -39,6 +40,21 @@ def inventory(installed=True, version="v0.16.13", in_range=True):
 )
 def test_prevention_line(inv, starts):
     assert prevention(inv)["line"].startswith(starts)
+
+
+def test_prevention_names_the_fix_and_takes_the_range_from_the_release_facts():
+    line = prevention(inventory(), affected_range=">=9.9.9", fixed_version=PATCHED)["line"]
+    assert line.startswith(
+        "NOT prevented: binder %s is in the affected range %s" % (PRE, AFFECTED_RANGE)
+    )
+    assert "upgrading the binder to %s or later does (rollout.yml)" % PATCHED in line
+    bare = {
+        "kai": {"installed": True, "version": "v1.0.0"},
+        "exposure": {"version_in_range": False},
+    }
+    assert (
+        "outside the affected range >=9.9.9" in prevention(bare, affected_range=">=9.9.9")["line"]
+    )
 
 
 def entry(outcomes, interventions):
@@ -105,7 +121,7 @@ def test_report_separates_prevention_and_remediation():
     ]
     report = build({"x": entry(outcomes, interventions)}, "2026-11-30T12:00:00Z", run_id="r1")
     md = render_markdown(report)
-    assert "- **Prevention of recurrence**: NOT prevented: binder v0.16.13" in md
+    assert "- **Prevention of recurrence**: NOT prevented: binder %s" % PRE in md
     assert (
         "- **Remediation of existing damage**: 1 finding(s) (nil_map_panic 1); "
         "1 intervention(s) applied (delete_orphan_configmaps); recovered 1" in md
