@@ -214,7 +214,12 @@ func TestMutateDetails(t *testing.T) {
 		},
 		{
 			name: "other scheduler: untouched",
-			pod:  func() *corev1.Pod { p := pod("p", half); p.Spec.SchedulerName = "default-scheduler"; p.Namespace = "elsewhere"; return p }(),
+			pod: func() *corev1.Pod {
+				p := pod("p", half)
+				p.Spec.SchedulerName = "default-scheduler"
+				p.Namespace = "elsewhere"
+				return p
+			}(),
 			check: func(t *testing.T, p *corev1.Pod) {
 				if len(p.Spec.Volumes) != 0 || p.Annotations[api.AnnSharedGPUConfigMap] != "" {
 					t.Fatalf("pod changed: %+v", p)

@@ -121,7 +121,11 @@ func TestPacking(t *testing.T) {
 		{
 			name: "a group known only from a Pending pod's label is ignored",
 			snap: snap([]corev1.Node{gpuNode("n1", 1, nil)}, []corev1.Pod{
-				func() corev1.Pod { p := frac("stale", 0, "0.5"); p.Labels = map[string]string{api.LabelGPUGroup: "G"}; return p }(),
+				func() corev1.Pod {
+					p := frac("stale", 0, "0.5")
+					p.Labels = map[string]string{api.LabelGPUGroup: "G"}
+					return p
+				}(),
 			}),
 			want: []placed{{"stale", "n1", "group-1", "Fraction", "0.50"}},
 		},
