@@ -106,6 +106,9 @@ def kube_apiserver(cfg: LabConfig, bins: Binaries) -> Component:
             f"--kubelet-client-certificate={_pki(cfg, 'apiserver-kubelet-client.crt')}",
             f"--kubelet-client-key={_pki(cfg, 'apiserver-kubelet-client.key')}",
             "--kubelet-preferred-address-types=InternalIP,Hostname",
+            # Service IPs are routed nowhere on the host (nothing may leave the lab), so the
+            # API server reaches webhooks (KAI's admission) at their endpoints' pod IPs.
+            "--enable-aggregator-routing=true",
             f"--service-account-key-file={_pki(cfg, 'sa.pub')}",
             f"--service-account-signing-key-file={_pki(cfg, 'sa.key')}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",

@@ -123,6 +123,22 @@ def package_standin_chart(lab, row: dict, out_dir: Path | None = None) -> Path:
     return wanted
 
 
+def publish_charts(lab, facts: dict | None = None) -> list[Path]:
+    """Put the stand-in chart of each release of the pair into the lab's state folder
+    (`charts/`), where the lab inventory points a playbook's chart reference, as an
+    air-gapped site points it at its local chart packages."""
+    facts = facts or releases()
+    out = lab.cfg.path("charts")
+    out.mkdir(parents=True, exist_ok=True)
+    published = []
+    for key in ("pre", "patched"):
+        pkg = package_standin_chart(lab, release_row(facts["pair"][key], facts))
+        dest = out / f"kai-scheduler-{facts['pair'][key]}.tgz"
+        shutil.copyfile(pkg, dest)
+        published.append(dest)
+    return published
+
+
 def standin_target(lab, version: str | None) -> Target:
     row = release_row(version)
     base = lab.standin_image_ref()
@@ -348,6 +364,11 @@ def install(lab, version: str | None = None, bundle: str | None = None) -> dict:
     upgrade as needed. Returns figures of what happened."""
     target = bundle_target(Path(bundle)) if bundle else standin_target(lab, version)
     lab.ensure_kai_images(target.images)
+    if not bundle:
+        publish_charts(lab)
+        # a playbook may install either release of the pair through helm: both are imported
+        for key in ("pre", "patched"):
+            lab.ensure_kai_images(standin_target(lab, key).images)
     status_image = lab.standin_image_ref(name="gpu-status-updater")
     docs = [runtime_class(), *status_updater_objects(lab.cfg, status_image)]
     lab.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
@@ -367,7 +388,8 @@ def install(lab, version: str | None = None, bundle: str | None = None) -> dict:
                  "--create-namespace", "-f", str(values), "--timeout", f"{ROLLOUT_TIMEOUT_S}s")  # fmt: skip
     waited = wait_rolled_out(lab)
     took = time.monotonic() - started
-    lab.log(f"  KAI {target.version} ({describe(target.implementation)}) {action}ed, "
+    done = {"install": "installed", "upgrade": "upgraded"}[action]
+    lab.log(f"  KAI {target.version} ({describe(target.implementation)}) {done}, "
             f"every Deployment rolled out in {took:.1f}s")  # fmt: skip
     return {"action": action, "version": target.version, "seconds": took, "rollout_wait": waited}
 

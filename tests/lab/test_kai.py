@@ -211,7 +211,9 @@ def test_fraction_pod_on_kwok_node_is_mutated_grouped_scheduled_and_bound(kube, 
     refs = [(e["name"], e["valueFrom"]["configMapKeyRef"]["name"]) for e in main["env"][-3:]]
     assert refs == [(k, f"{prefix}-0") for k in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")]
     assert main["envFrom"][-1]["configMapRef"]["name"] == f"{prefix}-0-evar"
-    assert not main.get("volumeMounts")
+    volume = next(v for v in pod["spec"]["volumes"] if v.get("configMap", {}).get("name") == f"{prefix}-0")
+    assert volume["name"] == f"{prefix}-0-vol"
+    assert volume["name"] not in {m["name"] for m in main.get("volumeMounts", [])}  # no mount
     assert pod["spec"]["runtimeClassName"] == "nvidia"
     pg = f"pg-half-{pod['metadata']['uid']}"
     assert ann["pod-group-name"] == pg

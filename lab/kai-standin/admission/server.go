@@ -11,7 +11,9 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -65,51 +67,67 @@ func Handlers(p *Plugins) (mutate, validate cradmission.Handler) {
 	return mutateHandler{p}, validateHandler{p}
 }
 
+// ServerOptions is where the webhook serves.
+type ServerOptions struct {
+	Port                   int
+	CertDir                string
+	MetricsAddr, ProbeAddr string
+	SkipNameValidation     bool
+}
+
 // Main runs `kai-standin admission`.
 func Main(args []string) error {
 	fs := flag.NewFlagSet("admission", flag.ContinueOnError)
 	var common boot.Common
 	common.Bind(fs)
 	var o Options
-	var webhookAddr, probeAddr, metricsAddr, certDir string
+	var so ServerOptions
+	var webhookAddr string
 	var hamiCore, fakeGPUNodes bool
 	fs.StringVar(&o.SchedulerName, "scheduler-name", "kai-scheduler", "only pods with this schedulerName are touched")
 	fs.StringVar(&webhookAddr, "webhook-addr", "9443", "webhook server port")
-	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics address")
+	fs.StringVar(&so.ProbeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
+	fs.StringVar(&so.MetricsAddr, "metrics-bind-address", ":8080", "metrics address")
 	fs.BoolVar(&o.GPUSharingEnabled, "gpu-sharing-enabled", false, "allow fractional GPU requests")
 	fs.BoolVar(&o.BlockNvidiaVisibleDevices, "block-nvidia-visible-devices", false, "load the deviceaccess plugin")
 	fs.StringVar(&o.RuntimeClassName, "gpu-fraction-runtime-class-name", "nvidia", "runtimeClassName given to fraction pods that set none")
-	fs.StringVar(&certDir, "cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"), "folder with tls.crt and tls.key")
+	fs.StringVar(&so.CertDir, "cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"), "folder with tls.crt and tls.key")
 	fs.BoolVar(&hamiCore, "hami-core-enabled", false, "not supported by the stand-in; refused when true")
 	fs.BoolVar(&fakeGPUNodes, "fake-gpu-nodes", false, "accepted and unused, as in KAI")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := common.Start("admission")
+	common.Start("admission")
 	if hamiCore {
 		return fmt.Errorf("--hami-core-enabled is not reproduced by the stand-in (CONTRACT.md)")
 	}
-	port, err := boot.Port(webhookAddr)
-	if err != nil {
+	var err error
+	if so.Port, err = boot.Port(webhookAddr); err != nil {
 		return fmt.Errorf("--webhook-addr: %w", err)
 	}
 	cfg, err := common.RestConfig()
 	if err != nil {
 		return err
 	}
-	srv := webhook.NewServer(webhook.Options{Port: port, CertDir: certDir})
+	return Run(ctrl.SetupSignalHandler(), cfg, o, so)
+}
+
+// Run serves both webhooks and blocks until ctx ends. It binds every interface, as
+// KAI's webhook server does.
+func Run(ctx context.Context, cfg *rest.Config, o Options, so ServerOptions) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 boot.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		WebhookServer:          srv,
+		Metrics:                metricsserver.Options{BindAddress: so.MetricsAddr},
+		HealthProbeBindAddress: so.ProbeAddr,
+		WebhookServer:          webhook.NewServer(webhook.Options{Port: so.Port, CertDir: so.CertDir}),
+		Controller:             config.Controller{SkipNameValidation: &so.SkipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
 	}
-	p := NewPlugins(o)
-	m, v := Handlers(p)
+	// The manager runs its webhook server only once asked for it.
+	srv := mgr.GetWebhookServer()
+	m, v := Handlers(NewPlugins(o))
 	srv.Register(MutatePath, &webhook.Admission{Handler: m})
 	srv.Register(ValidatePath, &webhook.Admission{Handler: v})
 	if err := mgr.AddHealthzCheck("healthz", srv.StartedChecker()); err != nil {
@@ -118,7 +136,8 @@ func Main(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", srv.StartedChecker()); err != nil {
 		return err
 	}
-	log.Info("starting manager", "webhookPort", port, "gpuSharing", o.GPUSharingEnabled,
-		"blockNvidiaVisibleDevices", o.BlockNvidiaVisibleDevices, "runtimeClassName", o.RuntimeClassName)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	ctrl.Log.WithName("setup").Info("starting manager", "webhookPort", so.Port, "certDir", so.CertDir,
+		"gpuSharing", o.GPUSharingEnabled, "blockNvidiaVisibleDevices", o.BlockNvidiaVisibleDevices,
+		"runtimeClassName", o.RuntimeClassName)
+	return mgr.Start(ctx)
 }

@@ -8,14 +8,15 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -107,16 +108,32 @@ func jsonFlag(fs *flag.FlagSet, name, usage string, into any) {
 	fs.Func(name, usage, func(v string) error { return json.Unmarshal([]byte(v), into) })
 }
 
+// Options is everything the binder runs with; Main fills it from KAI's flags.
+type Options struct {
+	Reservation   *Reservation
+	Plugins       []resolvedPlugin
+	Write         ConfigMapWrite
+	SchedulerName string
+	ProbeAddr     string
+	MetricsAddr   string
+	MaxReconciles int
+	BaseDelay     time.Duration
+	MaxDelay      time.Duration
+	// SkipNameValidation lets tests run several components in one process; their
+	// controllers keep KAI's names.
+	SkipNameValidation bool
+}
+
 // Main runs `kai-standin binder`.
 func Main(args []string) error {
 	fs := flag.NewFlagSet("binder", flag.ContinueOnError)
 	var common boot.Common
 	common.Bind(fs)
 	res := &Reservation{}
-	var schedulerName, probeAddr, metricsAddr, plugins, cmWrite string
-	var maxReconciles, allocTimeout, baseDelay, maxDelay, volumeBindingTimeout int
-	var fakeGPU bool
-	fs.StringVar(&schedulerName, "scheduler-name", "kai-scheduler", "pods of this scheduler get reservation syncs")
+	o := Options{Reservation: res}
+	var plugins, cmWrite string
+	var allocTimeout, baseDelay, maxDelay, volumeBindingTimeout int
+	fs.StringVar(&o.SchedulerName, "scheduler-name", "kai-scheduler", "pods of this scheduler get reservation syncs")
 	fs.StringVar(&res.Namespace, "resource-reservation-namespace", "kai-resource-reservation", "namespace of GPU reservation pods")
 	fs.StringVar(&res.ServiceAccount, "resource-reservation-service-account", "kai-resource-reservation", "service account of reservation pods")
 	fs.StringVar(&res.AppLabel, "resource-reservation-app-label", "kai-resource-reservation", "app label of reservation pods")
@@ -126,53 +143,54 @@ func Main(args []string) error {
 	jsonFlag(fs, "resource-reservation-pod-resources", "JSON ResourceRequirements of reservation pods (any GPU key dropped)", &res.Resources)
 	jsonFlag(fs, "resource-reservation-pod-security-context", "JSON PodSecurityContext of reservation pods", &res.PodSecurityContext)
 	jsonFlag(fs, "resource-reservation-container-security-context", "JSON SecurityContext of the reservation container", &res.ContainerSecurityContext)
-	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "probe address (no checks are registered, as in KAI)")
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics address")
-	fs.IntVar(&maxReconciles, "max-concurrent-reconciles", 10, "parallel BindRequest reconciles")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "probe address (no checks are registered, as in KAI)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics address")
+	fs.IntVar(&o.MaxReconciles, "max-concurrent-reconciles", 10, "parallel BindRequest reconciles")
 	fs.IntVar(&allocTimeout, "resource-reservation-allocation-timeout", 40, "seconds to wait for a reservation pod's GPU id")
 	fs.IntVar(&baseDelay, "rate-limiter-base-delay", 1, "first retry delay in seconds")
 	fs.IntVar(&maxDelay, "rate-limiter-max-delay", 60, "largest retry delay in seconds")
 	fs.IntVar(&volumeBindingTimeout, "volume-binding-timeout-seconds", 120, "accepted; volumes are not modelled")
 	fs.StringVar(&plugins, "plugins", "", "JSON map of binder plugins {name: {enabled, priority, arguments}}")
-	fs.BoolVar(&fakeGPU, "fake-gpu-nodes", false, "reservation pods run `ubuntu sleep infinity`")
+	fs.BoolVar(&res.FakeGPUNodes, "fake-gpu-nodes", false, "reservation pods run `ubuntu sleep infinity`")
 	fs.StringVar(&cmWrite, "standin-configmap-write", "", "GPU-sharing ConfigMap write: empty-map, race-fix-unguarded or race-fix-guarded (meta/kai_releases.yml)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	setup := common.Start("binder")
-	write, err := ParseConfigMapWrite(cmWrite)
-	if err != nil {
+	common.Start("binder")
+	var err error
+	if o.Write, err = ParseConfigMapWrite(cmWrite); err != nil {
 		return fmt.Errorf("--standin-configmap-write: %w", err)
 	}
-	resolved, err := resolvePlugins(plugins)
-	if err != nil {
+	if o.Plugins, err = resolvePlugins(plugins); err != nil {
 		return err
 	}
-	res.FakeGPUNodes = fakeGPU
 	res.Timeout = boot.Seconds(allocTimeout)
+	o.BaseDelay, o.MaxDelay = boot.Seconds(baseDelay), boot.Seconds(maxDelay)
 	cfg, err := common.RestConfig()
 	if err != nil {
 		return err
 	}
-	return run(cfg, setup, res, resolved, write, schedulerName, probeAddr, metricsAddr, maxReconciles, baseDelay, maxDelay)
+	return Run(ctrl.SetupSignalHandler(), cfg, o)
 }
 
-func run(cfg *rest.Config, setup logr.Logger, res *Reservation, plugins []resolvedPlugin, write ConfigMapWrite,
-	schedulerName, probeAddr, metricsAddr string, maxReconciles, baseDelay, maxDelay int) error {
+// Run starts the binder and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	setup := ctrl.Log.WithName("setup")
+	res := o.Reservation
 	scheme := boot.Scheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		NewCache: func(c *rest.Config, o cache.Options) (cache.Cache, error) {
-			inner, err := cache.New(c, o)
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.ProbeAddr,
+		Controller:             config.Controller{SkipNameValidation: &o.SkipNameValidation},
+		NewCache: func(c *rest.Config, co cache.Options) (cache.Cache, error) {
+			inner, err := cache.New(c, co)
 			return &startOnceCache{Cache: inner}, err
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
 	}
-	ctx := ctrl.SetupSignalHandler()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, FieldNodeName, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
@@ -190,13 +208,13 @@ func run(cfg *rest.Config, setup logr.Logger, res *Reservation, plugins []resolv
 
 	res.Reader, res.Writer, res.Watcher = mgr.GetCache(), mgr.GetClient(), watcher
 	b := &Binder{Writer: mgr.GetClient(), Reservation: res}
-	flags := map[string]any{"configMapWrite": string(write), "fakeGPUNodes": res.FakeGPUNodes}
-	for _, p := range plugins {
+	flags := map[string]any{"configMapWrite": string(o.Write), "fakeGPUNodes": res.FakeGPUNodes}
+	for _, p := range o.Plugins {
 		flags[p.name] = map[string]any{"priority": p.priority, "arguments": p.args}
 		switch p.name {
 		case "gpusharing":
 			cdi, _ := strconv.ParseBool(p.args["cdiEnabled"])
-			b.Plugins = append(b.Plugins, &GPUSharing{Reader: mgr.GetCache(), Writer: mgr.GetClient(), Write: write, CDIEnabled: cdi})
+			b.Plugins = append(b.Plugins, &GPUSharing{Reader: mgr.GetCache(), Writer: mgr.GetClient(), Write: o.Write, CDIEnabled: cdi})
 		case "hamicore":
 			return fmt.Errorf("binder plugin hamicore is not reproduced by the stand-in (CONTRACT.md)")
 		default:
@@ -210,16 +228,15 @@ func run(cfg *rest.Config, setup logr.Logger, res *Reservation, plugins []resolv
 		For(&api.BindRequest{}).
 		Watches(&api.BindRequest{}, BindRequestHandler(res)).
 		WithOptions(controller.Options{
-			MaxConcurrentReconciles: maxReconciles,
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
-				boot.Seconds(baseDelay), boot.Seconds(maxDelay)),
+			MaxConcurrentReconciles: o.MaxReconciles,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.BaseDelay, o.MaxDelay),
 		}).
 		Complete(r)
 	if err != nil {
 		return err
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pod").
-		Watches(&corev1.Pod{}, PodHandler(res, schedulerName)).
+		Watches(&corev1.Pod{}, PodHandler(res, o.SchedulerName)).
 		Complete(noopReconciler{}); err != nil {
 		return err
 	}
@@ -229,9 +246,9 @@ func run(cfg *rest.Config, setup logr.Logger, res *Reservation, plugins []resolv
 			setup.Error(err, "cache stopped")
 		}
 	}()
-	for _, o := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.ConfigMap{}, &api.BindRequest{}} {
-		if _, err := mgr.GetCache().GetInformer(ctx, o); err != nil {
-			return fmt.Errorf("failed to start informer for %T: %w", o, err)
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.ConfigMap{}, &api.BindRequest{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("failed to start informer for %T: %w", obj, err)
 		}
 	}
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
@@ -239,9 +256,16 @@ func run(cfg *rest.Config, setup logr.Logger, res *Reservation, plugins []resolv
 	}
 	setup.Info("syncing resource reservation")
 	if err := res.SyncAll(ctx); err != nil {
+		// KAI panics the process here; the Deployment restarts it.
 		setup.Error(err, "unable to sync resource reservation")
 		panic(err)
 	}
 	setup.Info("starting manager")
 	return mgr.Start(ctx)
+}
+
+// DefaultPlugins is KAI's plugin set with no --plugins override.
+func DefaultPlugins() []resolvedPlugin {
+	p, _ := resolvePlugins("")
+	return p
 }

@@ -17,9 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -158,33 +160,49 @@ func KubeletDevices(socket string) DeviceLister {
 	}
 }
 
+// Options is everything the updater runs with.
+type Options struct {
+	Namespace, NodeName, MetricsAddr, ProbeAddr string
+	Devices                                     DeviceLister
+	SkipNameValidation                          bool
+}
+
 // Main runs `kai-standin gpu-status-updater`.
 func Main(args []string) error {
 	fs := flag.NewFlagSet("gpu-status-updater", flag.ContinueOnError)
 	var common boot.Common
 	common.Bind(fs)
-	var namespace, node, socket, metricsAddr, probeAddr string
-	fs.StringVar(&namespace, "reservation-namespace", "kai-resource-reservation", "namespace of GPU reservation pods")
-	fs.StringVar(&node, "node-name", "", "the real node this runs on (kubelet pod-resources answer for it)")
+	var o Options
+	var socket string
+	fs.StringVar(&o.Namespace, "reservation-namespace", "kai-resource-reservation", "namespace of GPU reservation pods")
+	fs.StringVar(&o.NodeName, "node-name", "", "the real node this runs on (kubelet pod-resources answer for it)")
 	fs.StringVar(&socket, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet pod-resources socket")
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics address")
-	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics address")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	setup := common.Start("gpu-status-updater")
-	if node == "" {
+	common.Start("gpu-status-updater")
+	if o.NodeName == "" {
 		return fmt.Errorf("--node-name is required")
 	}
+	o.Devices = KubeletDevices(socket)
 	cfg, err := common.RestConfig()
 	if err != nil {
 		return err
 	}
+	ctrl.Log.WithName("setup").Info("kubelet pod-resources", "socket", socket)
+	return Run(ctrl.SetupSignalHandler(), cfg, o)
+}
+
+// Run starts the updater and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 boot.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.ProbeAddr,
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
+		Controller:             config.Controller{SkipNameValidation: &o.SkipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
@@ -195,12 +213,12 @@ func Main(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	u := &Updater{Client: mgr.GetClient(), NodeName: node, Devices: KubeletDevices(socket), Retry: 250 * time.Millisecond}
+	u := &Updater{Client: mgr.GetClient(), NodeName: o.NodeName, Devices: o.Devices, Retry: 250 * time.Millisecond}
 	// One worker: fake ids are handed out in order, never twice.
 	if err := ctrl.NewControllerManagedBy(mgr).Named("reservationpod").For(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).Complete(u); err != nil {
 		return err
 	}
-	setup.Info("starting manager", "namespace", namespace, "node", node, "podResourcesSocket", socket)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	ctrl.Log.WithName("setup").Info("starting manager", "namespace", o.Namespace, "node", o.NodeName)
+	return mgr.Start(ctx)
 }

@@ -17,9 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -217,49 +220,65 @@ func (g *Grouper) priorityClass(ctx context.Context, pod *corev1.Pod) (string, e
 	return api.DefaultPriorityClass, nil
 }
 
+// Options is everything the pod grouper runs with.
+type Options struct {
+	SchedulerName, QueueLabelKey, MetricsAddr, ProbeAddr string
+	SkipNameValidation                                  bool
+}
+
 // Main runs `kai-standin pod-grouper`.
 func Main(args []string) error {
 	fs := flag.NewFlagSet("pod-grouper", flag.ContinueOnError)
 	var common boot.Common
 	common.Bind(fs)
-	g := &Grouper{}
-	var metricsAddr, probeAddr string
-	fs.StringVar(&g.SchedulerName, "scheduler-name", "kai-scheduler", "only pods with this schedulerName are grouped")
-	fs.StringVar(&g.QueueLabelKey, "queue-label-key", "kai.scheduler/queue", "pod label that names the queue")
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics address")
-	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
+	var o Options
+	fs.StringVar(&o.SchedulerName, "scheduler-name", "kai-scheduler", "only pods with this schedulerName are grouped")
+	fs.StringVar(&o.QueueLabelKey, "queue-label-key", "kai.scheduler/queue", "pod label that names the queue")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "metrics address")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	setup := common.Start("pod-grouper")
+	common.Start("pod-grouper")
 	cfg, err := common.RestConfig()
 	if err != nil {
 		return err
 	}
+	return Run(ctrl.SetupSignalHandler(), cfg, o)
+}
+
+// Run starts the pod grouper and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	scheme := boot.Scheme()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.ProbeAddr,
+		Controller:             config.Controller{SkipNameValidation: &o.SkipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
 	}
 	rec, stop, err := boot.NewRecorder(cfg, scheme, "pod-grouper")
 	if err != nil {
 		return err
 	}
 	defer stop()
-	g.Client = mgr.GetClient()
-	g.Recorder = rec
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		p, ok := o.(*corev1.Pod)
+	g := &Grouper{Client: mgr.GetClient(), Recorder: rec, SchedulerName: o.SchedulerName, QueueLabelKey: o.QueueLabelKey}
+	ours := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		p, ok := obj.(*corev1.Pod)
 		return ok && p.Spec.SchedulerName == g.SchedulerName
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pod").
 		For(&corev1.Pod{}, builder.WithPredicates(ours)).Complete(g); err != nil {
 		return err
 	}
-	setup.Info("starting manager")
-	return mgr.Start(ctrl.SetupSignalHandler())
+	ctrl.Log.WithName("setup").Info("starting manager")
+	return mgr.Start(ctx)
 }

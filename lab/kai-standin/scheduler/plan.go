@@ -169,8 +169,21 @@ func (p *planner) feasible(pod *corev1.Pod) []*nodeState {
 	for _, name := range p.names {
 		ns := p.nodes[name]
 		n := ns.node
-		if !nodeReady(n) || n.Spec.Unschedulable || !p.inShard(n) ||
-			!sel.Matches(labels.Set(n.Labels)) || !tolerated(p.log, pod, n) {
+		why := ""
+		switch {
+		case !nodeReady(n):
+			why = "not ready"
+		case n.Spec.Unschedulable:
+			why = "unschedulable"
+		case !p.inShard(n):
+			why = "another node pool"
+		case !sel.Matches(labels.Set(n.Labels)):
+			why = "nodeSelector"
+		case !tolerated(p.log, pod, n):
+			why = "untolerated taint"
+		}
+		if why != "" {
+			p.log.V(2).Info("Node filtered out", "pod", pod.Namespace+"/"+pod.Name, "node", n.Name, "reason", why)
 			continue
 		}
 		out = append(out, ns)
@@ -390,6 +403,7 @@ func (p *planner) place(pod *corev1.Pod, pg *api.PodGroup) (*Decision, *Blocked)
 		pl = &placement{node: nodes[0], kind: api.ResourceTypeRegular}
 	}
 	if pl == nil {
+		p.log.V(1).Info("No node fits pod", "namespace", pod.Namespace, "pod", pod.Name, "feasibleNodes", len(nodes))
 		return nil, nil
 	}
 	demand := float64(pl.count)

@@ -54,7 +54,7 @@ ACCEPT_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v
 
 _HTTP_STATUS = {401: STATUS_UNAUTHORIZED, 403: STATUS_FORBIDDEN, 404: STATUS_NOT_FOUND}
 # What a request does to its object, as its failure message says it.
-_VERBS = {"GET": "read", "DELETE": "delete", "PATCH": "patch"}
+_VERBS = {"GET": "read", "DELETE": "delete", "PATCH": "patch", "POST": "create"}
 
 
 def group_version_path(api_version):

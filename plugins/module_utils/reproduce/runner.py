@@ -1,0 +1,378 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Runner of reproduce: one case on one build, end to end, through the Kubernetes API only.
+
+Order, per case: declare the expectation (written first), create the case's namespace
+(labelled; it is the only place anything is planted), start the watches, create each
+fixture pod held by a scheduling gate, read the ConfigMap names admission gave it from
+its `runai/shared-gpu-configmap` annotation (never guessed), plant the capabilities
+ConfigMap owned by the pod and read back what the API server stored, lift the gate, then
+follow the pods until every one reached its expected outcome or the window ends.
+Evidence goes into `cases/<build>/<case>/` of the run's bundle; the namespace is deleted
+at the end unless kept for inspection. This is the only layer that exits.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
+    STATUS_INVALID,
+    KaiopsError,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client import (
+    FixtureClient,
+    Recorder,
+)
+
+CREATED_BY = "kaiops.dev/created-by"
+RUN_LABEL = "kaiops.dev/run-id"
+CASE_LABEL = "kaiops.dev/reproduce-case"
+BUILD_LABEL = "kaiops.dev/reproduce-build"
+PREFIX_ANNOTATION = "runai/shared-gpu-configmap"
+
+
+def slug(version):
+    return version.replace(".", "-").replace("+", "-").lower()
+
+
+def namespace_name(prefix, case, version, run_id):
+    return ("%s-%s-%s-%s" % (prefix, case.replace("_", "-"), slug(version), run_id[-6:].lower()))[:63].rstrip("-")
+
+
+class CaseRun(object):
+    def __init__(self, client, params, clock=time.monotonic):
+        self.client = client
+        self.p = params
+        self.clock = clock
+        self.build = params["build"]
+        self.case = params["case"]
+        self.writer = EvidenceWriter(params["evidence_dir"]) if params.get("evidence_dir") else None
+        self.folder = "cases/%s/%s%s" % (slug(self.build["version"]), self.case,
+                                          "-" + params["phase"] if params.get("phase") else "")  # fmt: skip
+        self.namespace = params.get("namespace") or namespace_name(
+            params["namespace_prefix"], self.case, self.build["version"], params["run_id"]
+        )
+        self.files = []
+        self.interventions = []
+
+    # ---------------------------------------------------------------- evidence
+
+    def write(self, name, data):
+        if self.writer is None:
+            return None
+        rel = "%s/%s" % (self.folder, name)
+        if isinstance(data, str):
+            self.writer.write_text(rel, data)
+        else:
+            self.writer.write_json(rel, data)
+        self.files.append(rel)
+        return rel
+
+    # ---------------------------------------------------------------- cluster steps
+
+    def create_namespace(self):
+        labels = {CREATED_BY: "reproduce", RUN_LABEL: self.p["run_id"], CASE_LABEL: self.case,
+                  BUILD_LABEL: slug(self.build["version"])}  # fmt: skip
+        existing = self.client.read("v1", "Namespace", self.namespace)
+        if existing is not None:
+            theirs = (existing.get("metadata") or {}).get("labels") or {}
+            if theirs.get(CREATED_BY) != "reproduce":
+                raise KaiopsError(
+                    "Failed to create namespace %s: it exists and was not created by reproduce; "
+                    "pick another kai_reproduce_namespace_prefix" % self.namespace,
+                    status=STATUS_INVALID,
+                )
+            return existing
+        ns = self.client.create({"apiVersion": "v1", "kind": "Namespace",
+                                 "metadata": {"name": self.namespace, "labels": labels}})  # fmt: skip
+        self._wait(lambda: self.client.read("v1", "ServiceAccount", "default", self.namespace), 30,
+                   "the default service account of %s" % self.namespace)  # fmt: skip
+        return ns
+
+    def _wait(self, read, timeout, what):
+        deadline = self.clock() + timeout
+        while self.clock() < deadline:
+            got = read()
+            if got:
+                return got
+            time.sleep(0.1)
+        raise KaiopsError("Failed to see %s within %ss" % (what, timeout))
+
+    def start_watches(self):
+        rec = Recorder(self.client)
+        ns = self.namespace
+        rec.watch("pods", "v1", "Pod", ns)
+        rec.watch("bindrequests", "scheduling.run.ai/v1alpha2", "BindRequest", ns)
+        rec.watch("configmaps", "v1", "ConfigMap", ns)
+        rec.watch("events", "v1", "Event", ns)
+        rec.watch("reservations", "v1", "Pod", self.p["reservation_namespace"])
+        return rec
+
+    def binder_pods(self):
+        return self.client.list("v1", "Pod", self.p["kai_namespace"], label_selector="app=binder")
+
+    def restarts(self):
+        return sum(cs.get("restartCount", 0) for pod in self.binder_pods()
+                   for cs in (pod.get("status") or {}).get("containerStatuses") or [])  # fmt: skip
+
+    def plant(self, workload):
+        """Create one gated fixture pod, its planted ConfigMap, then lift the gate."""
+        labels = {CREATED_BY: "reproduce", RUN_LABEL: self.p["run_id"]}
+        probe = bool(workload.get("probe"))
+        placement = self.p["probe_placement"] if probe else self.p["placement"]
+        image = self.p["probe_image"] if probe else self.p["image"]
+        pod = C.pod_manifest(workload["name"], self.namespace, workload["layout"], placement, image,
+                             probe=probe, labels=labels, gated=True)  # fmt: skip
+        created = self.client.create(pod)
+        ann = (created.get("metadata") or {}).get("annotations") or {}
+        prefix = ann.get(PREFIX_ANNOTATION)
+        if not prefix:
+            raise KaiopsError(
+                "Failed to set up case %s: pod %s/%s has no %s annotation after admission; "
+                "KAI's admission webhook did not mutate it (is GPU sharing on?)"
+                % (self.case, self.namespace, workload["name"], PREFIX_ANNOTATION)
+            )
+        state = dict(workload, uid=created["metadata"]["uid"], prefix=prefix,
+                     configmap_name=C.configmap_name(prefix, workload["layout"]),
+                     fixture=workload.get("configmap"))  # fmt: skip
+        if workload.get("configmap"):
+            cm = C.configmap_manifest(state["configmap_name"], self.namespace, created, workload["configmap"])
+            self.client.create(cm)
+            stored = self.client.read("v1", "ConfigMap", state["configmap_name"], self.namespace)
+            state["stored"] = {"manifest_data": cm.get("data", "omitted"), "stored_has_data_key": "data" in stored,
+                               "stored_data": stored.get("data"), "object": stored}  # fmt: skip
+        state["submitted_t"] = self.clock()
+        self.client.json_patch("v1", "Pod", workload["name"], self.namespace,
+                               [{"op": "remove", "path": "/spec/schedulingGates"}])  # fmt: skip
+        return state
+
+    def done(self, rec, states, expect):
+        pods = rec.objects("pods")
+        brs = rec.objects("bindrequests")
+        for st in states:
+            hist = S.pod_history(pods, st["name"])
+            if expect == "reproduces":
+                nil = [a for a in S.attempts(brs, st["name"]) if a["failed_at"] and C.NIL_MAP in (a["reason"] or "")]
+                if len(nil) < 2 and not hist["bound"]:
+                    return False
+            elif st.get("probe"):
+                if hist["succeeded"] is None and hist["failed"] is None:
+                    return False
+            elif hist["bound"] is None or hist["running"] is None:
+                return False
+        return True
+
+    def follow(self, rec, states, expect, window):
+        deadline = self.clock() + window
+        while self.clock() < deadline:
+            if self.done(rec, states, expect):
+                return False
+            time.sleep(0.2)
+        return True  # timed out: stays in every denominator
+
+    # ---------------------------------------------------------------- the case
+
+    def run(self):
+        expect = C.expectation(self.case, self.build["exposed"])
+        declared = C.declared(self.case, self.build)
+        if self.case == "recovery" and self.p.get("phase") == "observe":
+            expect = "binds"
+            declared = dict(declared, expect="binds")
+        self.write("expectation.json", declared)  # before anything is planted
+        self.create_namespace()
+        restarts_before = self.restarts()
+        rec = self.start_watches()
+        states = []
+        timed_out = False
+        extra = {}
+        try:
+            if self.case == "recovery" and self.p.get("phase") == "observe":
+                states = self.p.get("workloads") or []
+                for st in states:
+                    st["submitted_t"] = self.clock()  # the window starts with the patched build
+                timed_out = self.follow(rec, states, "binds", self.p["window_s"])
+            else:
+                workloads = C.CASES[self.case]["workloads"]
+                if self.case == "concurrency":
+                    workloads = [{"name": "burst-%02d" % i, "configmap": None, "layout": "single"}
+                                 for i in range(self.p["concurrency"])]  # fmt: skip
+                for w in workloads:
+                    if w.get("after"):
+                        first = next(s for s in states if s["name"] == w["after"])
+                        self.follow(rec, [first], "binds", self.p["window_s"])
+                    states.append(self.plant(w))
+                window = self.p["window_s"]
+                timed_out = self.follow(rec, states, expect if self.case != "recovery" else "reproduces", window)
+                if C.CASES[self.case].get("rerun"):
+                    extra.update(self.rerun(rec, states))
+        finally:
+            restarts_after = self.restarts()
+            extra["binder_restarts_delta"] = restarts_after - restarts_before
+            extra["probe"] = any(s.get("probe") for s in states)
+            final = self.collect(rec, states)
+            rec.stop()
+            self.write_watches(rec)
+        obs = [S.workload_observation(final, s) for s in states]
+        if self.case == "repeat":
+            groups = [w["gpu_group"] for w in obs if w["gpu_group"]]
+            extra["groups"] = groups
+            extra["reservation_pods_for_group"] = len([
+                r for r in final["reservations_now"]
+                if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in set(groups)
+            ])  # fmt: skip
+        if self.case == "nil_data":
+            stored = [s.get("stored") or {} for s in states]
+            extra["variants_identical"] = len(set(str((x.get("stored_has_data_key"), x.get("stored_data"))) for x in stored)) == 1
+        checks = S.assertions(self.case, expect, obs, extra)
+        if timed_out:
+            checks.append({"name": "within the window", "result": "fail" if expect != "reproduces" or not all(
+                w["failed_attempts"] for w in obs) else "pass", "figure": "timed out after %ss" % self.p["window_s"],
+                "expected": "every workload reached its outcome"})  # fmt: skip
+        if self.case == "recovery" and self.p.get("phase") != "observe":
+            # the plant phase only proves the work is stuck; the observe phase is the case
+            checks = [c for c in checks if "nil-map" in c["name"] or c["name"] == "binder_not_restarted"
+                      or "no node" in c["name"]]  # fmt: skip
+        result = {
+            "case": self.case,
+            "phase": self.p.get("phase"),
+            "build": self.build,
+            "namespace": self.namespace,
+            "declared": declared,
+            "observations": obs,
+            "assertions": checks,
+            "verdict": S.verdict(checks),
+            "metrics": S.case_metrics(obs),
+            "stale_state": S.stale_state(final["pods_now"], final["configmaps_now"], final["reservations_now"])
+            if self.build["exposed"] or self.case == "recovery" else [],
+            "extra": dict((k, v) for k, v in extra.items() if k != "probe"),
+            "timed_out": timed_out,
+            "watch_errors": rec.errors,
+            "interventions": self.interventions,
+            "workloads": [dict((k, v) for k, v in s.items() if k not in ("stored",)) for s in states],
+            "timeline": self.timeline(final, states),
+        }
+        self.write("observations.json", obs)
+        self.write("assertions.json", checks)
+        self.write("timeline.json", result["timeline"])
+        kept = self.p.get("keep_namespaces") or (self.case == "recovery" and self.p.get("phase") != "observe")
+        if not kept:
+            self.client.delete_namespace(self.namespace)
+        result["namespace_kept"] = bool(kept)
+        result["files"] = list(self.files)
+        return result
+
+    def rerun(self, rec, states):
+        """Delete the case's pods, wait for their reservation to go, then run it again."""
+        first_groups = set()
+        for st in states:
+            pod = self.client.read("v1", "Pod", st["name"], self.namespace)
+            group = ((pod or {}).get("metadata", {}).get("labels") or {}).get("runai-gpu-group")
+            if group:
+                first_groups.add(group)
+            self.client.request("DELETE", self.client.collection_path("v1", "Pod", self.namespace, st["name"]),
+                                "pod %s/%s" % (self.namespace, st["name"]))  # fmt: skip
+
+        def gone():
+            res = self.client.list("v1", "Pod", self.p["reservation_namespace"])
+            left = [r for r in res if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups]
+            return not left
+
+        try:
+            self._wait(gone, self.p["window_s"], "the reservation pods of the first run to go")
+            stale = 0
+        except KaiopsError:
+            res = self.client.list("v1", "Pod", self.p["reservation_namespace"])
+            stale = len([r for r in res if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups])
+        again = [self.plant(dict(w, name=w["name"] + "-again"))
+                 for w in C.CASES[self.case]["workloads"]]  # fmt: skip
+        self.follow(rec, again, "binds", self.p["window_s"])
+        states.extend(again)
+        return {"stale_reservations_after_rerun": stale, "first_groups": sorted(first_groups)}
+
+    def collect(self, rec, states):
+        """The watches' records plus a last read of what is there now, and the binder's logs."""
+        now = {
+            "pods_now": self.client.list("v1", "Pod", self.namespace),
+            "configmaps_now": self.client.list("v1", "ConfigMap", self.namespace),
+            "reservations_now": self.client.list("v1", "Pod", self.p["reservation_namespace"]),
+        }
+        for st in states:
+            st["configmaps_after"] = now["configmaps_now"]
+            st["events"] = self._events(rec, st["name"])
+        out = dict((k, [r for r in rec.objects(k)]) for k in ("pods", "bindrequests", "configmaps", "events", "reservations"))
+        out.update(now)
+        self.write("configmaps-after.json", now["configmaps_now"])
+        self.write("reservation-pods-after.json", now["reservations_now"])
+        for pod in self.binder_pods():
+            name = pod["metadata"]["name"]
+            self.write("binder-%s.log" % name, self.client.logs(self.p["kai_namespace"], name) or "(empty)\n")
+            previous = self.client.logs(self.p["kai_namespace"], name, previous=True)
+            self.write("binder-%s-previous.log" % name, previous or "(no previous container)\n")
+        return out
+
+    def _events(self, rec, name):
+        out = {}
+        for r in rec.objects("events"):
+            ev = r["object"]
+            if (ev.get("involvedObject") or {}).get("name") != name:
+                continue
+            key = "%s %s" % (ev.get("type"), ev.get("reason"))
+            out[key] = max(out.get(key, 0), ev.get("count") or 1)
+        return out
+
+    def write_watches(self, rec):
+        for key in ("pods", "bindrequests", "configmaps", "events", "reservations"):
+            lines = []
+            for r in rec.objects(key):
+                lines.append(S_json({"t": round(r["t"], 3), "at": r["at"], "type": r["type"], "object": r["object"]}))
+            self.write("watch-%s.jsonl" % key, "\n".join(lines) + ("\n" if lines else ""))
+
+    def timeline(self, final, states):
+        """Per workload: submission, BindRequests, reservation, bind, start, completion on one clock."""
+        out = []
+        for st in states[:1] + [s for s in states[1:] if s.get("probe")]:
+            t0 = st.get("submitted_t")
+            if t0 is None:
+                continue
+            steps = [{"s": 0.0, "what": "gate lifted (submitted to KAI)"}]
+            for a in S.attempts(final["bindrequests"], st["name"]):
+                steps.append({"s": round(a["first_seen"] - t0, 3), "what": "BindRequest %s created (groups %s)" % (a["uid"][:8], a["gpu_groups"])})
+                if a["failed_at"]:
+                    steps.append({"s": round(a["failed_at"] - t0, 3), "what": "BindRequest %s Failed: %s" % (a["uid"][:8], a["reason"])})
+                if a["succeeded_at"]:
+                    steps.append({"s": round(a["succeeded_at"] - t0, 3), "what": "BindRequest %s Succeeded" % a["uid"][:8]})
+            for r in final["reservations"]:
+                if r["type"] == "ADDED":
+                    steps.append({"s": round(r["t"] - t0, 3), "what": "reservation pod %s created" % r["object"]["metadata"]["name"]})
+            hist = S.pod_history(final["pods"], st["name"])
+            for key, what in (("bound", "pod has a node (bound)"), ("running", "container running"),
+                              ("succeeded", "completed")):  # fmt: skip
+                if hist[key] is not None:
+                    steps.append({"s": round(hist[key] - t0, 3), "what": what})
+            out.append({"workload": st["name"], "uid": st.get("uid"), "steps": sorted(steps, key=lambda x: x["s"])})
+        return out
+
+
+def S_json(data):
+    import json
+
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def run_case(module):
+    params = dict(module.params)
+    if params["case"] not in C.CASES:
+        raise KaiopsError("Failed to run case %s: unknown; known cases: %s" % (params["case"], ", ".join(C.CASES)),
+                          status=STATUS_INVALID)  # fmt: skip
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, msg="reproduce plants fixtures; nothing runs under --check")
+    client = FixtureClient.from_options(params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30)
+    result = CaseRun(client, params).run()
+    module.exit_json(changed=True, **result)

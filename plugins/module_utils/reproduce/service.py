@@ -1,0 +1,267 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Service layer of reproduce: pure rules over recorded watches. No I/O.
+
+Observations are what the watches saw (kept apart); assertions are the declared
+expectation checked against them. A bind is a pod with a node: KAI's binder sets
+PodBound=True and emits a Normal Bound event on pods whose bind keeps failing
+(kai-contract.md §12), so neither is ever counted as a bind.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
+    CAPABILITY_KEYS,
+    NIL_MAP,
+)
+
+CAUSES = (
+    ("nil_map_panic", lambda r: NIL_MAP in r),
+    ("configmap_cache_lag", lambda r: "not found" in r and "onfigMap" in r),
+    ("capacity", lambda r: "insufficient" in r.lower() or "overlimit" in r.lower() or "no node" in r.lower()),
+    ("admission", lambda r: "admission webhook" in r or "denied the request" in r),
+)
+
+
+def classify(reason):
+    """The cause of a failed attempt, from its reason text."""
+    for name, rule in CAUSES:
+        if rule(reason or ""):
+            return name
+    return "other"
+
+
+def _meta(obj):
+    return obj.get("metadata") or {}
+
+
+def pod_history(records, name):
+    """Times (controller monotonic) a pod was first seen bound, Running, Succeeded, Failed."""
+    out = {"bound": None, "running": None, "succeeded": None, "failed": None, "last": None}
+    for rec in records:
+        obj = rec["object"]
+        if _meta(obj).get("name") != name:
+            continue
+        out["last"] = obj
+        if rec["type"] == "DELETED":
+            continue
+        phase = (obj.get("status") or {}).get("phase")
+        if (obj.get("spec") or {}).get("nodeName") and out["bound"] is None:
+            out["bound"] = rec["t"]
+        for key, want in (("running", "Running"), ("succeeded", "Succeeded"), ("failed", "Failed")):
+            if phase == want and out[key] is None:
+                out[key] = rec["t"]
+    return out
+
+
+def attempts(records, pod_name):
+    """Every BindRequest of a pod, by UID: created, phases seen, reason, deleted."""
+    seen = {}
+    order = []
+    for rec in records:
+        obj = rec["object"]
+        spec = obj.get("spec") or {}
+        if spec.get("podName") != pod_name:
+            continue
+        uid = _meta(obj).get("uid")
+        if uid not in seen:
+            seen[uid] = {"uid": uid, "first_seen": rec["t"], "first_seen_at": rec["at"], "phases": [],
+                         "reason": None, "failed_at": None, "succeeded_at": None, "deleted_at": None,
+                         "gpu_groups": spec.get("selectedGPUGroups") or [], "node": spec.get("selectedNode")}  # fmt: skip
+            order.append(uid)
+        entry = seen[uid]
+        status = obj.get("status") or {}
+        phase = status.get("phase")
+        if phase and (not entry["phases"] or entry["phases"][-1] != phase):
+            entry["phases"].append(phase)
+        if status.get("reason"):
+            entry["reason"] = status["reason"]
+        if phase == "Failed" and entry["failed_at"] is None:
+            entry["failed_at"] = rec["t"]
+        if phase == "Succeeded" and entry["succeeded_at"] is None:
+            entry["succeeded_at"] = rec["t"]
+        if rec["type"] == "DELETED":
+            entry["deleted_at"] = rec["t"]
+    out = [seen[u] for u in order]
+    for entry in out:
+        entry["cause"] = classify(entry["reason"]) if entry["failed_at"] is not None else None
+    return out
+
+
+def percentile(values, q):
+    ordered = sorted(v for v in values if v is not None)
+    if not ordered:
+        return None
+    rank = max(0, min(len(ordered) - 1, int(round(q / 100.0 * len(ordered) + 0.5)) - 1))
+    return round(ordered[rank], 3)
+
+
+def latency(samples, submitted):
+    """p50/p95 with the count behind them; attempts that never got there stay counted."""
+    values = [s for s in samples if s is not None]
+    return {
+        "count": len(values),
+        "of": submitted,
+        "missing": submitted - len(values),
+        "p50_s": percentile(values, 50),
+        "p95_s": percentile(values, 95),
+        "max_s": round(max(values), 3) if values else None,
+    }
+
+
+def workload_observation(records, workload):
+    """One workload's outcome, from the watches; no judgement."""
+    name = workload["name"]
+    hist = pod_history(records["pods"], name)
+    tries = attempts(records["bindrequests"], name)
+    submitted = workload.get("submitted_t")
+    last = hist["last"] or {}
+    since = (lambda t: round(t - submitted, 3) if t is not None and submitted is not None else None)
+    cms_after = dict((_meta(o).get("name"), o) for o in workload.get("configmaps_after") or [])
+    capabilities = cms_after.get(workload.get("configmap_name")) or {}
+    return {
+        "name": name,
+        "uid": _meta(last).get("uid") or workload.get("uid"),
+        "configmap": workload.get("configmap_name"),
+        "fixture": workload.get("fixture"),
+        "stored_before": workload.get("stored"),
+        "configmap_after": {
+            "exists": bool(capabilities),
+            "has_data": "data" in capabilities,
+            "keys": sorted((capabilities.get("data") or {}).keys()),
+            "data": capabilities.get("data"),
+            "owners": [o.get("uid") for o in _meta(capabilities).get("ownerReferences") or []],
+        },
+        "node": (last.get("spec") or {}).get("nodeName"),
+        "phase": (last.get("status") or {}).get("phase"),
+        "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
+        "received_resource_type": (_meta(last).get("annotations") or {}).get("received-resource-type"),
+        "pod_bound_condition": next(
+            (c.get("status") for c in (last.get("status") or {}).get("conditions") or [] if c.get("type") == "PodBound"),
+            None,
+        ),
+        "submit_to_bound_s": since(hist["bound"]),
+        "submit_to_running_s": since(hist["running"]),
+        "submit_to_completed_s": since(hist["succeeded"]),
+        "completed": hist["succeeded"] is not None,
+        "attempts": [dict(a, since_submit_s=since(a["first_seen"])) for a in tries],
+        "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
+        "events": workload.get("events") or {},
+    }
+
+
+def _check(name, ok, figure, expected):
+    return {"name": name, "result": "pass" if ok else "fail", "figure": figure, "expected": expected}
+
+
+def assertions(case, expect, obs, extra):
+    """The declared expectation checked against the observations of one case."""
+    out = []
+    restarts = extra.get("binder_restarts_delta")
+    out.append(_check("binder_not_restarted", restarts == 0, restarts, "0 restarts during the case"))
+    for w in obs:
+        if expect == "reproduces":
+            reasons = [a["reason"] or "" for a in w["attempts"] if a["failed_at"] is not None]
+            nil = [r for r in reasons if NIL_MAP in r]
+            out.append(_check("%s: bind failed with the nil-map reason" % w["name"], bool(nil),
+                              (nil or reasons or ["no failed attempt"])[0], "a Failed BindRequest, reason contains '%s'" % NIL_MAP))  # fmt: skip
+            out.append(_check("%s: failure repeats on a retry" % w["name"], len(nil) >= 2,
+                              "%d failed attempts" % len(nil), ">= 2 failed attempts with that reason"))  # fmt: skip
+            out.append(_check("%s: pod has no node" % w["name"], not w["node"], w["node"] or "none",
+                              "no node (PodBound and Bound events are not binds)"))  # fmt: skip
+        else:
+            out.append(_check("%s: pod bound (has a node)" % w["name"], bool(w["node"]), w["node"] or "none",
+                              "a node within the window"))  # fmt: skip
+            cm = w["configmap_after"]
+            out.append(_check("%s: capabilities ConfigMap holds the three keys" % w["name"],
+                              set(CAPABILITY_KEYS) <= set(cm["keys"]), ",".join(cm["keys"]) or "none",
+                              ",".join(CAPABILITY_KEYS)))  # fmt: skip
+            if w.get("fixture") == "stale":
+                kept = (cm.get("data") or {}).get("keep-me") == "1"
+                out.append(_check("%s: unrelated key kept" % w["name"], kept,
+                                  (cm.get("data") or {}).get("keep-me"), "keep-me=1"))  # fmt: skip
+            if case == "creation":
+                out.append(_check("%s: ConfigMap owned by the pod" % w["name"], cm["owners"] == [w["uid"]],
+                                  cm["owners"], [w["uid"]]))  # fmt: skip
+                if extra.get("probe"):
+                    out.append(_check("%s: probe completed" % w["name"], w["completed"], w["phase"], "Succeeded"))
+    if case == "repeat":
+        groups = extra.get("groups") or []
+        out.append(_check("pods share one GPU group", len(set(groups)) == 1 and len(groups) >= 2, groups, "one group"))
+        out.append(_check("one reservation pod for the group", extra.get("reservation_pods_for_group") == 1,
+                          extra.get("reservation_pods_for_group"), 1))  # fmt: skip
+        stale = extra.get("stale_reservations_after_rerun")
+        out.append(_check("rerun leaves no stale reservation pod", stale == 0, stale, 0))
+    if case == "nil_data" and extra.get("variants_identical") is not None:
+        # an observation of the API server, not of KAI: recorded, not a gate
+        pass
+    return out
+
+
+def verdict(checks):
+    return "pass" if checks and all(c["result"] == "pass" for c in checks) else "fail"
+
+
+def case_metrics(obs):
+    submitted = len(obs)
+    return {
+        "submissions": submitted,
+        "affected_submissions": sum(1 for w in obs if w["failed_attempts"]),
+        "failed_attempts": sum(w["failed_attempts"] for w in obs),
+        "submit_to_bound": latency([w["submit_to_bound_s"] for w in obs], submitted),
+        "submit_to_running": latency([w["submit_to_running_s"] for w in obs], submitted),
+        "completion": {
+            "completed": sum(1 for w in obs if w["completed"]),
+            "of": submitted,
+        },
+        "failures_by_cause": _causes(obs),
+    }
+
+
+def _causes(obs):
+    out = {}
+    for w in obs:
+        for a in w["attempts"]:
+            if a["cause"]:
+                out[a["cause"]] = out.get(a["cause"], 0) + 1
+    return out
+
+
+def stale_state(pods, configmaps, reservation_pods):
+    """Reservation pods, group labels and GPU-sharing ConfigMaps not matched by running work.
+
+    Each mismatch is listed with its evidence; nothing is removed.
+    """
+    live_groups = set()
+    findings = []
+    for pod in pods:
+        meta, spec = _meta(pod), pod.get("spec") or {}
+        group = (meta.get("labels") or {}).get("runai-gpu-group")
+        if not group:
+            continue
+        if spec.get("nodeName") and (pod.get("status") or {}).get("phase") in ("Running", "Pending"):
+            live_groups.add(group)
+        elif not spec.get("nodeName"):
+            findings.append({"kind": "group_label_on_unbound_pod", "object": "pod %s/%s" % (meta.get("namespace"), meta.get("name")),
+                             "evidence": "label runai-gpu-group=%s, no node" % group})  # fmt: skip
+    for res in reservation_pods:
+        group = (_meta(res).get("labels") or {}).get("runai-gpu-group")
+        if group not in live_groups:
+            findings.append({"kind": "reservation_pod_without_running_work",
+                             "object": "pod %s/%s" % (_meta(res).get("namespace"), _meta(res).get("name")),
+                             "evidence": "group %s has no bound fraction pod; holds one nvidia.com/gpu on %s"
+                             % (group, (res.get("spec") or {}).get("nodeName"))})  # fmt: skip
+    bound_owner = set(_meta(p).get("uid") for p in pods if (p.get("spec") or {}).get("nodeName"))
+    for cm in configmaps:
+        name = _meta(cm).get("name", "")
+        if "-shared-gpu-" not in name:
+            continue
+        owners = [o.get("uid") for o in _meta(cm).get("ownerReferences") or []]
+        if not set(owners) & bound_owner:
+            findings.append({"kind": "gpu_sharing_configmap_of_unbound_pod",
+                             "object": "configmap %s/%s" % (_meta(cm).get("namespace"), name),
+                             "evidence": "data keys %s; owner not bound" % sorted((cm.get("data") or {}).keys())})  # fmt: skip
+    return findings
