@@ -464,6 +464,13 @@ func (p *planner) placeFraction(pod *corev1.Pod, nodes []*nodeState) *placement 
 		return a.ns.free() < b.ns.free()
 	})
 	best := opts[0]
+	if p.log.V(2).Enabled() {
+		known := map[string]float64{}
+		for id, g := range best.ns.groups {
+			known[id] = g.used
+		}
+		p.log.V(2).Info("Fraction placement", "pod", pod.Namespace+"/"+pod.Name, "node", best.ns.node.Name, "knownGroups", known)
+	}
 	pl := &placement{node: best.ns, portion: best.portion, kind: api.ResourceTypeFraction, count: n}
 	for _, g := range best.fit {
 		if len(pl.groups) == n {
