@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,7 +223,7 @@ func (g *Grouper) priorityClass(ctx context.Context, pod *corev1.Pod) (string, e
 // Options is everything the pod grouper runs with.
 type Options struct {
 	SchedulerName, QueueLabelKey, MetricsAddr, ProbeAddr string
-	SkipNameValidation                                  bool
+	SkipNameValidation                                   bool
 }
 
 // Main runs `kai-standin pod-grouper`.
