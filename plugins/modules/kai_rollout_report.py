@@ -14,42 +14,50 @@ version_added: 0.1.0
 author:
   - kaiops contributors
 description:
-  - Takes the change request and, per cluster, the preflight gates, the steps with their status
-    (C(done), C(failed), C(not_run)) and reason, and the evidence paths; decides per cluster
-    (C(refused) when any gate failed, C(proceed) otherwise) and for the run (C(refused) when any
-    cluster was refused).
+  - Takes the change request and, per cluster, its rollout record (the gates, the steps with
+    their status C(done), C(failed), C(not_run) and reason, and the evidence paths, as
+    M(kaiops.runbooks.kai_rollout_request) and M(kaiops.runbooks.kai_rollout_record) built it);
+    decides per cluster (C(refused) when any gate failed, C(proceed) otherwise) and for the run
+    (C(refused) when any cluster was refused).
+  - The steps not built yet come from the pipeline (C(plugins/module_utils/rollout/pipeline.py)),
+    each reported as not run with its reason, or with the refusal when the cluster was refused.
+  - Writes its three files whatever goes wrong - when the report cannot be built from what it was
+    given, an error report (decision C(refused), the error in report.md and as a junit
+    C(<error>)) is written and the module fails after.
   - Writes C(report.json) (schema C(kaiops.report/v1), C(kind=rollout)), C(report.md) for the
     change board, and C(junit.xml) with one testcase per gate per cluster, a failed gate being a
     C(<failure>).
   - Touches no cluster. Never replaces a file, so a second report in the same run fails.
 extends_documentation_fragment:
   - kaiops.runbooks.evidence
+  - kaiops.runbooks.attributes
 options:
   request:
     description:
-      - What was asked - C(change_owner), C(target_version), C(rollback_target), C(thresholds),
-        C(regression_waiver). Recorded as given.
-    type: dict
+      - What was asked - C(change_owner), C(kai_version), C(rollback_target), C(thresholds),
+        C(regression_waiver) (its reason and approver are shown). Recorded as given.
+      - Typed raw so that a wrong shape is written into an error report, not refused unwritten.
+    type: raw
     required: true
   clusters:
     description:
-      - Per cluster name, a dict with C(gates) (as returned by
-        M(kaiops.runbooks.kai_preflight_gates)), C(steps) (list of C({step, status, reason})),
-        C(evidence) (paths relative to the run's folder) and C(current_version).
-        A cluster without gates is refused.
-    type: dict
+      - Per cluster name, its rollout record (C(kai_rollout__output)) - C(gates), C(steps)
+        (list of C({step, status, reason})), C(evidence) (paths relative to the run's folder)
+        and C(current_version). A cluster without gates is refused; an empty record is a
+        cluster that failed before its preflight ran.
+      - Typed raw so that a wrong shape is written into an error report, not refused unwritten.
+    type: raw
     required: true
   run_id:
     description: Identifier of the run; default - the name of the evidence folder.
     type: str
   pending_steps:
     description:
-      - Rollout steps after preflight (e.g. upgrade, verify, rollback). A cluster that did not
-        record a step gets it as C(not_run), with the refusal as the reason when the cluster was
-        refused, else O(pending_steps[].reason).
+      - Rollout steps after preflight that did not run (default - the pipeline's steps not built
+        yet). A cluster that did not record a step gets it as C(not_run), with the refusal as the
+        reason when the cluster was refused, else O(pending_steps[].reason).
     type: list
     elements: dict
-    default: []
     suboptions:
       step:
         description: Name of the step.
@@ -66,23 +74,19 @@ attributes:
       - Changes nothing in any cluster and reports C(changed=false); the report is written under
         C(--check) too, since it is the evidence of the run.
 seealso:
-  - module: kaiops.runbooks.kai_preflight_gates
+  - module: kaiops.runbooks.kai_rollout_request
+  - module: kaiops.runbooks.kai_rollout_record
 """
 
 EXAMPLES = r"""
-- name: Write the rollout report
+- name: Write the rollout report from every cluster's record
   kaiops.runbooks.kai_rollout_report:
-    request:
-      change_owner: gpu-platform-oncall@example.com
-      target_version: v0.16.14
-      rollback_target: v0.16.13
-      thresholds: "{{ kaiops_rollout_thresholds }}"
-    clusters:
-      lab:
-        gates: "{{ kai_preflight__output.gates }}"
-        steps:
-          - {step: upgrade, status: not_run, reason: "preflight refused"}
-  register: kai_preflight_report_result
+    request: "{{ hostvars[ansible_play_hosts_all[0]].kai_rollout__output.request }}"
+    clusters: >-
+      {{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars)
+         | map(attribute='kai_rollout__output', default={}))) }}
+  register: kai_rollout_report_result
+  run_once: true
 """
 
 RETURN = r"""
@@ -133,13 +137,12 @@ def argspec():
     return merge_specs(
         EVIDENCE_ARG_SPEC,
         {
-            "request": {"type": "dict", "required": True},
-            "clusters": {"type": "dict", "required": True},
+            "request": {"type": "raw", "required": True},
+            "clusters": {"type": "raw", "required": True},
             "run_id": {"type": "str"},
             "pending_steps": {
                 "type": "list",
                 "elements": "dict",
-                "default": [],
                 "options": {
                     "step": {"type": "str", "required": True},
                     "reason": {"type": "str", "default": ""},

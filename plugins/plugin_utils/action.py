@@ -51,7 +51,7 @@ def controller_args(code, args, context, facts=None):
         if option in out and option not in spec:
             del out[option]
     for option, dotted in getattr(code, "RELEASE_DEFAULTS", {}).items():
-        if out.get(option) in (None, ""):
+        if out.get(option) is None:
             out[option] = releases.value(dotted, facts)
     if context:
         if "evidence_dir" in spec and not out.get("evidence_dir"):

@@ -1,6 +1,7 @@
 """Run one of the collection's playbooks against fake clusters, isolated from the user's own.
 
-Shared by the playbook tests: the inventory is written from `hosts`, the evidence goes to
+Shared by the playbook tests: the inventory is written from `hosts` (cluster hosts with no
+connection settings: the collection runs its modules on the controller), the evidence goes to
 `tmp_path/evidence`, KUBECONFIG points nowhere and PATH holds only the venv and the system
 folders (no helm unless a test brings its own through `path_first`).
 """
@@ -13,16 +14,15 @@ import yaml
 from conftest import REPO
 
 BIN = os.path.dirname(sys.executable)
-LOCAL_HOST = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
 
 
 def write_inventory(path, hosts, common=None):
-    base = dict(LOCAL_HOST, **(common or {}))
+    base = dict(common or {})
     data = {"all": {"hosts": {name: dict(base, **hvars) for name, hvars in hosts.items()}}}
     path.write_text(yaml.safe_dump(data))
 
 
-def run_playbook(tmp_path, playbook, inventory, *args, path_first=None):
+def run_playbook(tmp_path, playbook, inventory, *args, path_first=None, env_extra=None):
     """ansible-playbook `playbook` (relative to the repo) -> (CompletedProcess, bundle path)."""
     env = dict(os.environ)
     env.pop("KAIOPS_EVIDENCE_DIR", None)  # of old; nothing reads it now
@@ -38,6 +38,7 @@ def run_playbook(tmp_path, playbook, inventory, *args, path_first=None):
             "ANSIBLE_NOCOLOR": "1",
         }
     )
+    env.update(env_extra or {})
     done = subprocess.run(
         [os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook, *args],
         env=env,

@@ -1,32 +1,41 @@
-"""plugins/modules: argument specs match DOCUMENTATION; main() turns KaiopsError into fail_json."""
+"""plugins/modules (every module, found by glob): argument specs match DOCUMENTATION, EXAMPLES and
+RETURN are YAML, main() is one run_module call; run_module turns KaiopsError into fail_json."""
 
+import glob
 import importlib
 import json
+import os
 
 import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
+from conftest import REPO
 
-from ansible_collections.kaiops.runbooks.plugins.doc_fragments import evidence as evidence_doc
-from ansible_collections.kaiops.runbooks.plugins.doc_fragments import k8s_auth as k8s_auth_doc
+from ansible_collections.kaiops.runbooks.plugins.module_utils import ansible_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 
-MODULES = ["kai_snapshot", "kai_inventory_facts", "kai_inventory_report"]
+PLUGINS = "ansible_collections.kaiops.runbooks.plugins"
+MODULES = sorted(
+    os.path.splitext(os.path.basename(p))[0]
+    for p in glob.glob(os.path.join(REPO, "plugins", "modules", "*.py"))
+)
 FRAGMENTS = {
-    "kaiops.runbooks.k8s_auth": k8s_auth_doc.ModuleDocFragment.DOCUMENTATION,
-    "kaiops.runbooks.evidence": evidence_doc.ModuleDocFragment.DOCUMENTATION,
+    "kaiops.runbooks." + os.path.splitext(os.path.basename(p))[0]: importlib.import_module(
+        "%s.doc_fragments.%s" % (PLUGINS, os.path.splitext(os.path.basename(p))[0])
+    ).ModuleDocFragment.DOCUMENTATION
+    for p in glob.glob(os.path.join(REPO, "plugins", "doc_fragments", "*.py"))
 }
 
 
 def load(name):
-    return importlib.import_module("ansible_collections.kaiops.runbooks.plugins.modules." + name)
+    return importlib.import_module("%s.modules.%s" % (PLUGINS, name))
 
 
 def documented_options(module):
     doc = yaml.safe_load(module.DOCUMENTATION)
     options = dict(doc.get("options") or {})
     for fragment in doc.get("extends_documentation_fragment") or []:
-        options.update(yaml.safe_load(FRAGMENTS[fragment])["options"])
+        options.update(yaml.safe_load(FRAGMENTS[fragment]).get("options") or {})
     return options
 
 
@@ -53,6 +62,37 @@ def test_examples_and_return_are_yaml(name):
     module = load(name)
     assert yaml.safe_load(module.EXAMPLES)
     assert yaml.safe_load(module.RETURN)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_main_is_one_run_module_call_with_the_argspec(name, monkeypatch):
+    module = load(name)
+    seen = {}
+    monkeypatch.setattr(
+        module, "run_module", lambda spec, runner, **kw: seen.update(spec=spec, runner=runner)
+    )
+    module.main()
+    assert seen["spec"] == module.argspec() and callable(seen["runner"])
+
+
+def test_run_module_turns_kaiops_error_into_failure_with_details(capsys):
+    def runner(_module):
+        raise KaiopsError("Failed to x: y", status="forbidden", details={"files": ["a"]})
+
+    with patch_module_args({}), pytest.raises(SystemExit) as done:
+        ansible_module.run_module({}, runner)
+    result = json.loads(capsys.readouterr().out)
+    assert done.value.code == 1 and result["msg"] == "Failed to x: y"
+    assert result["status"] == "forbidden" and result["files"] == ["a"]
+
+
+def test_run_module_fails_on_a_missing_library_before_the_runner(capsys):
+    with patch_module_args({}), pytest.raises(SystemExit) as done:
+        ansible_module.run_module(
+            {}, lambda _m: pytest.fail("runner ran"), libraries=[("kubernetes", False, "nope")]
+        )
+    result = json.loads(capsys.readouterr().out)
+    assert done.value.code == 1 and "kubernetes" in result["msg"]
 
 
 def run_main(module, args, capsys):

@@ -49,7 +49,7 @@ def clusters(fake_api, tmp_path):
 
 
 def write_inventory(path, hosts):
-    playbook_run.write_inventory(path, hosts, {"kaiops_thresholds": {"max_component_restarts": 5}})
+    playbook_run.write_inventory(path, hosts, {"kaiops_thresholds": {"component_restarts_max": 5}})
 
 
 def play(tmp_path, inventory, *args):
@@ -139,7 +139,7 @@ def test_inventory_check_mode_changes_nothing(tmp_path, clusters):
             "kai_inventory_affected_range '0.16.9' is malformed",
         ),
         (
-            {"kaiops_thresholds": {"max_component_restarts": "lots"}},
+            {"kaiops_thresholds": {"component_restarts_max": "lots"}},
             [],
             "kai_inventory_restart_threshold",
         ),

@@ -1,8 +1,9 @@
 """rollout.yml end to end against fake API servers: no cluster needed.
 
-- Each missing or invalid input (owner, thresholds, rollback target, malformed version) refuses
-  with the validation message before any request: the fake API server logs every request it
-  gets, and it gets none; the output has no connection error.
+- Each missing or invalid input (owner, thresholds, rollback target, malformed version, a
+  waiver that is not a mapping, an unknown kaiops_* variable, extra vars that are a plain
+  string) refuses with the validation message before any request: the fake API server logs
+  every request it gets, and it gets none; the output has no connection error.
 - Missing regression evidence refuses too; the request being otherwise well-formed, the
   read-only cluster checks still run so the one refusal names every reason (here: no KAI).
 - With a waiver and KAI installed, every gate passes, KAI's state is snapshotted (Secret data
@@ -20,6 +21,7 @@ import xml.etree.ElementTree as ET
 import fakeapi
 import playbook_run
 import pytest
+from conftest import PATCHED, PRE
 from test_playbook_inventory import events, sha256sum_ok
 
 BIN = os.path.dirname(sys.executable)
@@ -34,10 +36,10 @@ THRESHOLDS = {
     "observation_window_s": 300,
 }
 REQUEST = {
-    "kaiops_rollout_change_owner": "sre-oncall@example.com",
-    "kaiops_rollout_target_version": "v0.16.14",
-    "kaiops_rollout_rollback_target": "v0.16.13",
-    "kaiops_rollout_thresholds": THRESHOLDS,
+    "kaiops_change_owner": "sre-oncall@example.com",
+    "kaiops_kai_version": PATCHED,
+    "kaiops_rollout_rollback_target": PRE,
+    "kaiops_thresholds": THRESHOLDS,
     "kaiops_rollout_regression_waiver": {"reason": "unit test", "approved_by": "pytest"},
 }
 HISTORY = json.dumps(
@@ -81,37 +83,94 @@ def junit_failures(bundle):
 
 
 @pytest.mark.parametrize(
-    ("override", "message", "gates"),
+    ("override", "extra", "message", "gates"),
     [
-        ({"kaiops_rollout_change_owner": ""}, "change owner is missing", ["change_owner"]),
+        ({"kaiops_change_owner": ""}, [], "change owner is missing", ["change_owner"]),
         (
-            {"kaiops_rollout_thresholds": {}},
-            "acceptance thresholds are missing (fix: set kaiops_rollout_thresholds",
+            {"kaiops_thresholds": {}},
+            [],
+            "acceptance thresholds are missing (fix: set kaiops_thresholds",
             ["thresholds"],
         ),
         (
-            {"kaiops_rollout_thresholds": dict(THRESHOLDS, completion_rate_min=95)},
+            {"kaiops_thresholds": dict(THRESHOLDS, completion_rate_min=95)},
+            [],
             "threshold completion_rate_min (probe completion rate (failures count)): 95 must be "
             "a fraction in (0, 1]",
             ["threshold:completion_rate_min"],
         ),
         (
             {"kaiops_rollout_rollback_target": ""},
+            [],
             "rollback target is missing",
             ["rollback_target"],
         ),
         (
-            {"kaiops_rollout_target_version": "0.16.14"},
-            "target version '0.16.14' is not an exact release tag like v0.16.14",
-            ["regression_evidence", "target_version"],
+            {"kaiops_kai_version": "0.16.14"},
+            [],
+            "KAI version '0.16.14' is not an exact release tag vMAJOR.MINOR.PATCH",
+            ["kai_version", "regression_evidence"],
+        ),
+        (
+            {},
+            ["-e", "kaiops_rollout_regression_waiver='yes please'"],
+            "regression waiver must be a mapping {reason, approved_by}, got a string "
+            "('yes please')",
+            ["regression_evidence"],
+        ),
+        (
+            {"kaiops_rollout_regression_waiver": {"reason": "unit test"}},
+            [],
+            "regression waiver has no approved_by",
+            ["regression_evidence"],
+        ),
+        (
+            {},
+            ["-e", "kaiops_rollout_owner=bob"],
+            "unknown variable kaiops_rollout_owner (did you mean kaiops_change_owner?)",
+            ["variables"],
+        ),
+        (
+            {},
+            ["-e", '"just a string"'],
+            "extra vars",
+            ["variables"],
+        ),
+        (
+            {},
+            ["-e", "kaiops_thresholds=fast"],
+            "kaiops_thresholds must be a mapping of threshold names to numbers, got a string "
+            "('fast')",
+            ["thresholds"],
+        ),
+        (
+            {"kaiops_thresholds": dict(THRESHOLDS, bind_latency_p50_s=[1, 2])},
+            [],
+            "threshold bind_latency_p50_s (submission-to-bound latency, p50): must be a number "
+            "of seconds, got a list",
+            ["threshold:bind_latency_p50_s"],
         ),
     ],
-    ids=["owner", "thresholds", "threshold-range", "rollback-target", "malformed-version"],
+    ids=[
+        "owner",
+        "thresholds",
+        "threshold-range",
+        "rollback-target",
+        "malformed-version",
+        "waiver-string",
+        "waiver-no-approver",
+        "unknown-variable",
+        "extra-vars-string",
+        "thresholds-string",
+        "threshold-list",
+    ],
 )
-def test_rollout_bad_input_refuses_before_any_request(tmp_path, fake_api, override, message, gates):
+def test_rollout_bad_input_refuses_before_any_request(
+    tmp_path, fake_api, override, extra, message, gates
+):
     api = fake_api("kai-sharing")
     host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"), **override)
-    done, bundle = rollout(tmp_path, {"c1": host})
+    done, bundle = rollout(tmp_path, {"c1": host}, *extra)
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
     assert "Rollout refused for c1: " in out and message in out
@@ -138,13 +197,13 @@ def test_rollout_without_evidence_or_kai_refuses_with_both_reasons(tmp_path, fak
     done, bundle = rollout(tmp_path, {"c1": host}, "--check")
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
-    assert "no passing reproduce report for v0.16.14" in out
+    assert "no passing reproduce report for %s" % PATCHED in out
     assert "no KAI release on cluster c1" in out
     assert junit_failures(bundle) == ["kai_release", "regression_evidence"]
     assert not [e for e in events(bundle) if e["changed"]]
     # The change request (and the evidence store) was judged before the first cluster read.
     actions = [e["action"] for e in events(bundle) if e["event"] in ("ok", "failed")]
-    assert actions.index("kaiops.runbooks.kai_preflight_gates") < actions.index(
+    assert actions.index("kaiops.runbooks.kai_rollout_request") < actions.index(
         "kaiops.runbooks.kai_inventory_facts"
     )
     assert os.path.isfile(os.path.join(bundle, "inventory.md"))
@@ -172,8 +231,14 @@ def test_rollout_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
     report = report_of(bundle)
     cluster = report["clusters"]["c1"]
     assert report["decision"] == "proceed" and cluster["decision"] == "proceed"
-    assert cluster["current_version"] == "v0.16.13"
-    assert report["request"]["regression_waiver"]["reason"] == "unit test"
+    assert cluster["current_version"] == PRE
+    assert report["request"]["regression_waiver"] == {
+        "reason": "unit test",
+        "approved_by": "pytest",
+    }
+    assert report["kai_version"] == PATCHED
+    markdown = open(os.path.join(bundle, "report.md")).read()
+    assert "| Regression waiver | unit test (approved by pytest) |" in markdown
     steps = {s["step"]: s for s in cluster["steps"]}
     assert steps["snapshot"]["status"] == "done"
     assert steps["upgrade"]["status"] == "not_run"

@@ -4,22 +4,23 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import ExitJson
+from conftest import PATCHED, PRE, ExitJson
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     report as rollout_report,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
-    evidence_root,
-    run_preflight_gates,
+    run_rollout_record,
     run_rollout_report,
+    run_rollout_request,
 )
 
 REQUEST = {
     "change_owner": "lab drill",
-    "target_version": "v0.16.14",
-    "rollback_target": "v0.16.13",
+    "kai_version": PATCHED,
+    "rollback_target": PRE,
     "thresholds": {"binder_restarts_max": 0},
     "regression_waiver": {},
 }
@@ -51,7 +52,7 @@ def clusters():
             "gates": [passing("change_owner"), passing("kai_release")],
             "steps": [{"step": "snapshot", "status": "done", "reason": "12 objects"}],
             "evidence": ["snapshots/before-change-good/index.json"],
-            "current_version": "v0.16.13",
+            "current_version": PRE,
         },
     }
 
@@ -69,7 +70,7 @@ def test_build_refuses_a_cluster_with_a_failed_gate():
         "no KAI release on cluster lab (fix: install KAI)"
     ]
     assert report["clusters"]["good"]["decision"] == "proceed"
-    assert report["kind"] == "rollout" and report["kai_version"] == "v0.16.14"
+    assert report["kind"] == "rollout" and report["kai_version"] == PATCHED
     assert report["summary"] == {"clusters": 2, "gates": 4, "gates_failed": 1}
 
 
@@ -167,11 +168,28 @@ def test_run_rollout_report_without_evidence_folder_warns(fake_module):
     assert done.value.result["files"] == [] and module.warnings
 
 
-def test_run_preflight_gates_inputs_link_is_relative_to_the_run(fake_module, tmp_path):
+def request_params(**extra):
+    params = {
+        "cluster": "c1",
+        "change_owner": "me",
+        "kai_version": PATCHED,
+        "thresholds": None,
+        "rollback_target": 3,
+        "regression_waiver": None,
+        "evidence_root": None,
+        "evidence_dir": None,
+        "variables": ["kaiops_change_owner"],
+        "stray_extra_vars": [],
+    }
+    params.update(extra)
+    return params
+
+
+def test_run_rollout_request_link_is_relative_to_the_run(fake_module, tmp_path):
     bundle = tmp_path / "20261129-reproduce-1"
     bundle.mkdir()
     (bundle / "report.json").write_text(
-        json.dumps({"kind": "reproduce", "kai_version": "v0.16.14", "verdict": "pass"})
+        json.dumps({"kind": "reproduce", "kai_version": PATCHED, "verdict": "pass"})
     )
     (bundle / "status").write_text("complete\n")
     from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
@@ -181,49 +199,126 @@ def test_run_preflight_gates_inputs_link_is_relative_to_the_run(fake_module, tmp
     (bundle / "manifest.sha256").write_text(build_manifest(str(bundle)))
     run = tmp_path / "20261130-rollout-2"
     run.mkdir()
-    module = fake_module(
-        {
-            "cluster": "c1",
-            "stage": "inputs",
-            "change_owner": "me",
-            "target_version": "v0.16.14",
-            "thresholds": None,
-            "rollback_target": 3,
-            "regression_waiver": None,
-            "evidence_root": str(tmp_path),
-            "evidence_dir": str(run),
-            "inventory": None,
-        }
-    )
+    module = fake_module(request_params(evidence_root=str(tmp_path), evidence_dir=str(run)))
     with pytest.raises(ExitJson) as done:
-        run_preflight_gates(module)
+        run_rollout_request(module)
     result = done.value.result
-    assert result["regression"]["link"] == "../20261129-reproduce-1/report.json"
+    record = result["record"]
+    assert record["regression"]["bundle"] == "20261129-reproduce-1"
+    assert record["evidence"] == ["../20261129-reproduce-1/report.json"]
     assert result["failed_gates"] == ["thresholds"] and result["passed"] is False
+    assert result["well_formed"] is False and record["request_well_formed"] is False
+    assert record["steps"] == [
+        {"step": "request", "status": "done", "reason": "failed gates: thresholds"}
+    ]
     assert "failed" not in result  # a failed gate is not a failed task
 
 
-def test_run_preflight_gates_cluster_returns_snapshot_plan(fake_module):
+def test_run_rollout_record_adds_the_cluster_gates_and_the_snapshot_plan(fake_module):
     module = fake_module(
         {
-            "cluster": "c1",
-            "stage": "cluster",
-            "rollback_target": "",
+            "cluster": None,
+            "record": {"cluster": "c1", "request": {"rollback_target": ""}, "gates": []},
+            "skip": None,
             "inventory": {"status": "not_installed", "kai": {"installed": False}},
+            "snapshot": None,
+            "failure": None,
             "namespace": "kai",
             "reservation_namespace": "rr",
             "helm_release": "kai",
         }
     )
     with pytest.raises(ExitJson) as done:
-        run_preflight_gates(module)
+        run_rollout_record(module)
     result = done.value.result
-    assert result["failed_gates"] == ["kai_release"]
-    assert result["snapshot"]["snapshot_selections"][0]["namespace"] == "kai"
-    assert result["regression"] is None
+    assert result["failed_gates"] == ["kai_release"] and result["snapshot_due"] is False
+    assert result["record"]["snapshot_plan"]["selections"][0]["namespace"] == "kai"
+    steps = {s["step"]: s for s in result["record"]["steps"]}
+    assert steps["snapshot"] == {
+        "step": "snapshot",
+        "status": "not_run",
+        "reason": "preflight refused: kai_release",
+    }
 
 
-def test_evidence_root_is_the_option_as_given(monkeypatch):
-    monkeypatch.setenv("KAIOPS_EVIDENCE_DIR", "/e/run-1")  # ignored: no environment lookup
-    assert evidence_root("/x") == "/x"
-    assert evidence_root(None) is None
+def test_run_rollout_record_takes_exactly_one_addition(fake_module):
+    module = fake_module({"record": {}, "skip": True, "inventory": {}, "snapshot": None})
+    with pytest.raises(KaiopsError, match="give exactly one of skip, inventory, snapshot, failure"):
+        run_rollout_record(module)
+
+
+def test_report_shows_the_waiver_reason_and_approver():
+    request = dict(REQUEST, regression_waiver={"reason": "vendor build", "approved_by": "cab"})
+    report = rollout_report.build(request, clusters(), "2026-11-30T00:00:00Z", "run-1", PENDING)
+    text = rollout_report.render_markdown(report)
+    assert "| Regression waiver | vendor build (approved by cab) |" in text
+
+
+def test_report_of_a_cluster_without_a_record_says_it_failed_before_preflight():
+    report = build({"c1": {}})
+    steps = {s["step"]: s for s in report["clusters"]["c1"]["steps"]}
+    assert steps["preflight"]["status"] == "failed"
+    assert steps["preflight"]["reason"].startswith("no preflight recorded")
+
+
+def test_report_default_pending_steps_come_from_the_pipeline():
+    report = rollout_report.build(REQUEST, clusters(), "2026-11-30T00:00:00Z", "run-1")
+    good = {s["step"]: s for s in report["clusters"]["good"]["steps"]}
+    assert [good[s]["status"] for s in ("upgrade", "verify", "rollback")] == ["not_run"] * 3
+    assert good["upgrade"]["reason"].startswith("not built yet")
+
+
+@pytest.mark.parametrize(
+    ("request_value", "clusters_value"),
+    [
+        (dict(REQUEST, regression_waiver="yes please"), "not a mapping of records"),
+        ("just a string", {"c1": {"gates": "not a list"}}),
+        (dict(REQUEST), {"c1": {"gates": [{"no": "gate key"}]}}),
+    ],
+)
+def test_run_rollout_report_writes_three_files_whatever_its_input(
+    fake_module, tmp_path, request_value, clusters_value
+):
+    module = fake_module(
+        {
+            "request": request_value,
+            "clusters": clusters_value,
+            "evidence_dir": str(tmp_path),
+            "run_id": None,
+            "pending_steps": None,
+        }
+    )
+    with pytest.raises(KaiopsError) as done:
+        run_rollout_report(module)
+    assert done.value.msg.startswith("Failed to build the rollout report: ")
+    assert done.value.msg.endswith(
+        "(an error report was written: report.json, report.md, junit.xml)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junit.xml", "report.json", "report.md"]
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["decision"] == "refused" and saved["error"].startswith(
+        "the rollout report could not be built"
+    )
+    assert (
+        "**Error**: the rollout report could not be built" in (tmp_path / "report.md").read_text()
+    )
+    junit = ET.parse(str(tmp_path / "junit.xml")).getroot()
+    assert junit.get("errors") == "1" and junit.find("testsuite/testcase/error") is not None
+
+
+def test_run_rollout_report_with_a_string_waiver_in_a_record_still_renders(fake_module, tmp_path):
+    data = clusters()
+    data["lab"]["request"] = dict(REQUEST, regression_waiver="yes please")
+    module = fake_module(
+        {
+            "request": dict(REQUEST, regression_waiver="yes please"),
+            "clusters": data,
+            "evidence_dir": str(tmp_path),
+            "run_id": None,
+            "pending_steps": None,
+        }
+    )
+    with pytest.raises(ExitJson):
+        run_rollout_report(module)
+    text = (tmp_path / "report.md").read_text()
+    assert "| Regression waiver | invalid (not a mapping): yes please |" in text

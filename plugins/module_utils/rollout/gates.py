@@ -1,16 +1,24 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rollout preflight gates: rules as data, pure functions apart from reading the evidence store.
+"""The rollout's gates, declared as data: name, stage, figure, threshold, rule. Pure.
 
-A gate is a dict ``{stage, gate, figure, threshold, passed, message, fix}``:
+A gate record is ``{stage, gate, figure, threshold, passed, message, fix}``: ``passed`` is True
+or False, ``message`` says why a gate failed and ``fix`` how to fix it. Every gate record of a
+run is made here, by ``judge(declaration, subject)`` or by one of the stage functions below;
+the role and the playbooks never build one.
 
-- stage ``inputs``: the change request itself (owner, target version, thresholds, rollback
-  target, regression evidence or waiver). Evaluated on the controller; no cluster is read.
-- stage ``cluster``: what the read-only inventory of one cluster says (reachable, KAI
-  release found, current version readable).
+- ``REQUEST_GATES``: the change request itself (stage ``request``), judged on the controller
+  before any cluster is read: the variables, the change owner, the KAI version under test, the
+  thresholds (one gate each, from the vocabulary's table), the rollback target, the regression
+  evidence or its waiver. ``normalize_request`` reads the request first: numbers from numeric
+  text, the waiver as a mapping; what cannot be read is a problem of its gate.
+- ``CLUSTER_GATES``: what the read-only inventory of one cluster says (stage ``cluster``):
+  reachable, a KAI Helm release, the current version, the rollback target recorded.
+- ``snapshot_gate`` and ``failure_gate``: the snapshot taken, and a task that failed.
 
-``passed`` is True or False; ``message`` says why a gate failed and ``fix`` how to fix it.
+A declaration's ``rule(subject) -> problem or None`` is pure; ``figure(subject)`` is what the
+report shows; ``fix`` is a text or a function of the subject.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,39 +27,35 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
-    find_regression_reports,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    KIND_TEXT,
+    PERCENTILE_PAIRS,
+    ROLLOUT_THRESHOLDS,
+    THRESHOLDS,
+    as_number,
+    nearest_threshold,
+    type_name,
+    unknown_variables,
 )
 
-SCHEMA = "kaiops.report/v1"
 # An exact release tag: v<major>.<minor>.<patch>, optionally -<pre-release>.
 TAG = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$")
-
-# The acceptance thresholds a rollout is judged against: name -> rule (as data).
-# kind: "seconds" (> 0 number), "fraction" (0 < x <= 1), "count" (int >= 0),
-# "window" (int seconds, 60..86400). Percentile pairs are also checked p50 <= p95.
-THRESHOLDS = {
-    "bind_latency_p50_s": {"kind": "seconds", "what": "submission-to-bound latency, p50"},
-    "bind_latency_p95_s": {"kind": "seconds", "what": "submission-to-bound latency, p95"},
-    "ready_latency_p50_s": {"kind": "seconds", "what": "submission-to-Ready latency, p50"},
-    "ready_latency_p95_s": {"kind": "seconds", "what": "submission-to-Ready latency, p95"},
-    "completion_rate_min": {"kind": "fraction", "what": "probe completion rate (failures count)"},
-    "binder_restarts_max": {"kind": "count", "what": "binder container restarts"},
-    "stale_objects_max": {"kind": "count", "what": "stale reservation pods and ConfigMaps"},
-    "observation_window_s": {"kind": "window", "what": "observation window"},
-}
-PERCENTILE_PAIRS = (
-    ("bind_latency_p50_s", "bind_latency_p95_s"),
-    ("ready_latency_p50_s", "ready_latency_p95_s"),
-)
-THRESHOLDS_EXAMPLE = (
-    "{bind_latency_p50_s: 2, bind_latency_p95_s: 5, ready_latency_p50_s: 5, "
-    "ready_latency_p95_s: 15, completion_rate_min: 1.0, binder_restarts_max: 0, "
-    "stale_objects_max: 0, observation_window_s: 300}"
-)
+TAG_TEXT = "an exact release tag vMAJOR.MINOR.PATCH (e.g. v1.4.2)"
 
 # Inventory statuses that mean the cluster could not be read.
 UNREADABLE = ("unreachable", "unauthorized", "forbidden", "invalid_input", "error", "missing")
+
+THRESHOLDS_EXAMPLE = "{%s}" % ", ".join(
+    "%s: %s" % (name, {"seconds": 5, "fraction": 1.0, "count": 0, "window": 300}[rule["kind"]])
+    for name, rule in THRESHOLDS.items()
+    if rule["rollout"]
+)
+# The figure of a regression gate whose waiver is malformed: a malformed request, not missing
+# evidence (no cluster is read then).
+INVALID_WAIVER = "invalid waiver"
+WAIVER_FIX = (
+    "give kaiops_rollout_regression_waiver: {reason: <why>, approved_by: <who>} or remove it"
+)
 
 
 def gate(stage, name, figure, threshold, passed, message="", fix=""):
@@ -66,355 +70,20 @@ def gate(stage, name, figure, threshold, passed, message="", fix=""):
     }
 
 
-def _number(value):
-    """A float from an int/float/numeric string (extra vars arrive as strings); None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _check_threshold(kind, value):
-    """Problem text for one threshold value, or None when it is valid."""
-    number = _number(value)
-    if value is None or value == "":
-        return "missing"
-    if number is None:
-        return "%r is not a number" % (value,)
-    if kind == "seconds" and not number > 0:
-        return "%s must be greater than 0 seconds" % value
-    if kind == "fraction" and not 0 < number <= 1:
-        return "%s must be a fraction in (0, 1], e.g. 0.99" % value
-    if kind in ("count", "window") and number != int(number):
-        return "%s must be a whole number" % value
-    if kind == "count" and number < 0:
-        return "%s must be 0 or more" % value
-    if kind == "window" and not 60 <= number <= 86400:
-        return "%s must be between 60 and 86400 seconds" % value
-    return None
-
-
-def threshold_gates(thresholds):
-    """One gate per threshold, plus one per percentile pair; unknown keys fail as typos."""
-    stage, gates = "inputs", []
-    fix_var = "kaiops_rollout_thresholds"
-    if not isinstance(thresholds, dict) or not thresholds:
-        return [
-            gate(
-                stage,
-                "thresholds",
-                "missing" if not thresholds else type(thresholds).__name__,
-                "a dict of %d acceptance thresholds" % len(THRESHOLDS),
-                False,
-                "acceptance thresholds are missing",
-                "set %s, e.g. %s" % (fix_var, THRESHOLDS_EXAMPLE),
-            )
-        ]
-    for name, rule in THRESHOLDS.items():
-        value = thresholds.get(name)
-        problem = _check_threshold(rule["kind"], value)
-        gates.append(
-            gate(
-                stage,
-                "threshold:" + name,
-                value,
-                rule["kind"],
-                problem is None,
-                "threshold %s (%s): %s" % (name, rule["what"], problem) if problem else "",
-                "set %s.%s" % (fix_var, name) if problem else "",
-            )
-        )
-    for low, high in PERCENTILE_PAIRS:
-        a, b = _number(thresholds.get(low)), _number(thresholds.get(high))
-        if a is not None and b is not None and a > b:
-            gates.append(
-                gate(
-                    stage,
-                    "threshold:%s<=%s" % (low, high),
-                    "%s > %s" % (thresholds.get(low), thresholds.get(high)),
-                    "p50 <= p95",
-                    False,
-                    "threshold %s (%s) is above %s (%s)"
-                    % (low, thresholds.get(low), high, thresholds.get(high)),
-                    "a p50 cannot exceed its p95: fix %s" % fix_var,
-                )
-            )
-    unknown = sorted(set(thresholds) - set(THRESHOLDS))
-    if unknown:
-        gates.append(
-            gate(
-                stage,
-                "thresholds:unknown",
-                unknown,
-                "known names",
-                False,
-                "unknown threshold name(s) %s" % ", ".join(unknown),
-                "use only %s" % ", ".join(THRESHOLDS),
-            )
-        )
-    return gates
-
-
-def owner_gate(owner):
-    owner = (owner or "").strip() if isinstance(owner, str) else owner
-    ok = isinstance(owner, str) and bool(owner)
+def judge(declaration, subject):
+    """The gate record of one declaration for one subject."""
+    problem = declaration["rule"](subject)
+    fix = declaration.get("fix") or ""
+    if callable(fix):
+        fix = fix(subject)
     return gate(
-        "inputs",
-        "change_owner",
-        owner or "missing",
-        "non-empty",
-        ok,
-        "" if ok else "change owner is missing",
-        "" if ok else "set kaiops_rollout_change_owner (who answers for this change)",
-    )
-
-
-def target_gate(target):
-    ok = isinstance(target, str) and bool(TAG.match(target))
-    return gate(
-        "inputs",
-        "target_version",
-        target or "missing",
-        "exact release tag vX.Y.Z",
-        ok,
-        ""
-        if ok
-        else (
-            "target version is missing"
-            if not target
-            else "target version %r is not an exact release tag like v0.16.14" % (target,)
-        ),
-        "" if ok else "set kaiops_rollout_target_version to a release tag, e.g. v0.16.14",
-    )
-
-
-def rollback_gate(rollback, target):
-    """A Helm revision number (>= 1) or a release tag other than the target."""
-    fix = (
-        "set kaiops_rollout_rollback_target to the Helm revision to return to (e.g. 3) "
-        "or the release tag to reinstall (e.g. v0.16.13)"
-    )
-    figure, problem = rollback, None
-    if rollback is None or rollback == "":
-        figure, problem = "missing", "rollback target is missing"
-    elif isinstance(rollback, bool):
-        problem = "rollback target %r is neither a Helm revision nor a release tag" % rollback
-    elif isinstance(rollback, int) or (isinstance(rollback, str) and rollback.isdigit()):
-        if int(rollback) < 1:
-            problem = "rollback target revision %s must be 1 or more" % rollback
-    elif isinstance(rollback, str) and TAG.match(rollback):
-        if rollback == target:
-            problem = "rollback target %s is the target version itself" % rollback
-    else:
-        problem = (
-            "rollback target %r is neither a Helm revision number nor a release tag like v0.16.13"
-            % (rollback,)
-        )
-    return gate(
-        "inputs",
-        "rollback_target",
-        figure,
-        "Helm revision >= 1 or a release tag other than the target",
+        declaration["stage"],
+        declaration["name"],
+        declaration["figure"](subject),
+        declaration["threshold"],
         problem is None,
         problem or "",
         fix if problem else "",
-    )
-
-
-def normalize_waiver(waiver):
-    """(waiver dict or None, problem text or None). A string is read as the reason."""
-    if waiver in (None, "", {}):
-        return None, None
-    if isinstance(waiver, str):
-        waiver = {"reason": waiver}
-    if not isinstance(waiver, dict):
-        return None, "regression waiver must be a dict {reason, approved_by}"
-    reason = waiver.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        return None, "regression waiver has no reason"
-    return {"reason": reason.strip(), "approved_by": waiver.get("approved_by") or None}, None
-
-
-def regression_gate(target, evidence_root, waiver):
-    """Pass on a passing reproduce report of the target, or on a waiver with a reason."""
-    waiver, waiver_problem = normalize_waiver(waiver)
-    threshold = "a passing reproduce report for the target, or a waiver with a reason"
-    if waiver_problem:
-        return gate(
-            "inputs",
-            "regression_evidence",
-            "invalid waiver",
-            threshold,
-            False,
-            waiver_problem,
-            "give kaiops_rollout_regression_waiver: {reason: <why>, approved_by: <who>} "
-            "or remove it",
-        ), None
-    if not isinstance(target, str) or not TAG.match(target):
-        return gate(
-            "inputs",
-            "regression_evidence",
-            "not checked",
-            threshold,
-            False,
-            "regression evidence cannot be matched without a valid target version",
-            "fix kaiops_rollout_target_version first",
-        ), None
-    passing, considered = find_regression_reports(evidence_root, target)
-    if passing:
-        return gate(
-            "inputs",
-            "regression_evidence",
-            "reproduce report %s/report.json" % passing[-1],
-            threshold,
-            True,
-        ), {"bundle": passing[-1], "considered": considered, "root": evidence_root}
-    if waiver:
-        return gate(
-            "inputs",
-            "regression_evidence",
-            "waived: %s" % waiver["reason"],
-            threshold,
-            True,
-            "",
-        ), {"waiver": waiver, "considered": considered, "root": evidence_root}
-    seen = (
-        " (rejected: %s)" % "; ".join("%s: %s" % (c["bundle"], c["rejected"]) for c in considered)
-        if considered
-        else ""
-    )
-    return gate(
-        "inputs",
-        "regression_evidence",
-        "none",
-        threshold,
-        False,
-        "no passing reproduce report for %s in %s%s" % (target, evidence_root or "-", seen),
-        "run the reproduce playbook against %s first, or set kaiops_rollout_regression_waiver "
-        "with a reason" % target,
-    ), {"considered": considered, "root": evidence_root}
-
-
-def input_gates(owner, target, thresholds, rollback, waiver, evidence_root):
-    """Every gate of the change request, in a fixed order, and the regression details."""
-    gates = [owner_gate(owner), target_gate(target)]
-    gates += threshold_gates(thresholds)
-    gates.append(rollback_gate(rollback, target))
-    regression, detail = regression_gate(target, evidence_root, waiver)
-    gates.append(regression)
-    return gates, detail
-
-
-def cluster_gates(cluster, inventory, rollback_target=None):
-    """Gates from one cluster's kai_inventory output: reachable, KAI release, version, and
-    whether the rollback target is what runs now (a tag) or a revision that exists."""
-    stage = "cluster"
-    inventory = inventory or {}
-    status = inventory.get("status") or "missing"
-    if status in UNREADABLE:
-        return [
-            gate(
-                stage,
-                "reachable",
-                status,
-                "inventoried",
-                False,
-                "cluster %s could not be inventoried: %s - %s"
-                % (cluster, status, inventory.get("error") or "no inventory recorded"),
-                "fix access to the cluster (kubeconfig, context, RBAC), then run again",
-            )
-        ]
-    gates = [gate(stage, "reachable", status, "inventoried", True)]
-    kai = inventory.get("kai") or {}
-    helm = kai.get("helm") or {}
-    release = helm.get("release")
-    installed = bool(kai.get("installed")) and bool(release)
-    figure = (
-        "%s revision %s" % (release, helm.get("revision"))
-        if release
-        else ("Deployments without a Helm release" if kai.get("installed") else "none")
-    )
-    gates.append(
-        gate(
-            stage,
-            "kai_release",
-            figure,
-            "a KAI Helm release in %s" % (kai.get("namespace") or "the KAI namespace"),
-            installed,
-            ""
-            if installed
-            else "no KAI release on cluster %s (namespace %s)" % (cluster, kai.get("namespace")),
-            ""
-            if installed
-            else "install KAI with Helm first, or set kaiops_kai_namespace to its namespace",
-        )
-    )
-    if installed:
-        version = kai.get("version")
-        ok = isinstance(version, str) and bool(
-            TAG.match(version if version[:1] == "v" else "v" + version)
-        )
-        gates.append(
-            gate(
-                stage,
-                "current_version",
-                version or "unreadable",
-                "a release tag",
-                ok,
-                "" if ok else "current KAI version on %s is unreadable (%s)" % (cluster, version),
-                "" if ok else "pin the KAI images to release tags",
-            )
-        )
-        rollback = rollback_gate_for_cluster(
-            cluster, version, helm.get("revision"), rollback_target
-        )
-        if rollback:
-            gates.append(rollback)
-    return gates
-
-
-def rollback_gate_for_cluster(cluster, version, revision, rollback_target):
-    """A tag must be the version running now; a revision must exist (not above the current)."""
-    if rollback_target in (None, "") or isinstance(rollback_target, bool):
-        return None
-    fix = "set kaiops_rollout_rollback_target to what runs now (version %s, Helm revision %s)" % (
-        version,
-        revision,
-    )
-    if isinstance(rollback_target, int) or str(rollback_target).isdigit():
-        wanted = int(rollback_target)
-        ok = isinstance(revision, int) and 1 <= wanted <= revision
-        return gate(
-            "cluster",
-            "rollback_target_recorded",
-            "revision %s (current %s)" % (wanted, revision),
-            "a Helm revision that exists",
-            ok,
-            ""
-            if ok
-            else "rollback revision %s is not a recorded revision of the release on %s (current %s)"
-            % (wanted, cluster, revision),
-            "" if ok else fix,
-        )
-    current = version if (version or "")[:1] == "v" else "v%s" % version
-    ok = rollback_target == current
-    return gate(
-        "cluster",
-        "rollback_target_recorded",
-        "%s (running %s)" % (rollback_target, current),
-        "the version running now",
-        ok,
-        ""
-        if ok
-        else "rollback target %s is not the version running on %s (%s)"
-        % (rollback_target, cluster, current),
-        "" if ok else fix,
     )
 
 
@@ -431,43 +100,521 @@ def refusal_message(cluster, gates):
     return "Rollout refused for %s: %s" % (cluster, "; ".join(parts))
 
 
-def snapshot_selections(inventory, namespace, reservation_namespace, helm_release):
-    """kai_snapshot selections for the state a rollback needs, from one cluster's inventory.
+# ---------------------------------------------------------------- reading the request
 
-    KAI's Deployments, its Config and SchedulingShards, the queues, the reservation pods, the
-    Helm release Secrets (metadata only: kai_snapshot drops their data) and each GPU-sharing
-    ConfigMap the inventory found (owned by pods with runai/shared-gpu-configmap), by name.
-    Returns (selections, note); note says when the inventory listed fewer ConfigMaps than exist.
+
+def read_threshold(name, value):
+    """(number or the value as given, problem or None) for one threshold value."""
+    kind = THRESHOLDS[name]["kind"]
+    if value is None or value == "":
+        return value, "missing"
+    number, ok = as_number(value)
+    if not ok:
+        return value, "must be %s, got %s" % (KIND_TEXT[kind], type_name(value))
+    if kind == "seconds" and not number > 0:
+        return number, "%s must be greater than 0 seconds" % number
+    if kind == "fraction" and not 0 < number <= 1:
+        return number, "%s must be a fraction in (0, 1], e.g. 0.99" % number
+    if kind in ("count", "window") and number != int(number):
+        return number, "%s must be a whole number" % number
+    if kind == "count" and number < 0:
+        return number, "%s must be 0 or more" % number
+    if kind == "window" and not 60 <= number <= 86400:
+        return number, "%s must be between 60 and 86400 seconds" % number
+    return number, None
+
+
+def read_waiver(waiver):
+    """(waiver {reason, approved_by} or None, problem or None)."""
+    if waiver in (None, "", {}):
+        return None, None
+    if not isinstance(waiver, dict):
+        return None, "regression waiver must be a mapping {reason, approved_by}, got %s" % (
+            type_name(waiver)
+        )
+    out, missing = {}, []
+    for field in ("reason", "approved_by"):
+        value = waiver.get(field)
+        if not isinstance(value, str) or not value.strip():
+            missing.append(field)
+        else:
+            out[field] = value.strip()
+    unknown = sorted(set(waiver) - {"reason", "approved_by"})
+    if missing:
+        return None, "regression waiver has no %s (both reason and approved_by are needed)" % (
+            " and no ".join(missing)
+        )
+    if unknown:
+        return None, "regression waiver has unknown keys %s (only reason and approved_by)" % (
+            ", ".join(unknown)
+        )
+    return out, None
+
+
+def read_rollback(rollback):
+    """A Helm revision (a number, numeric text read as one) or the text as given."""
+    if isinstance(rollback, str) and rollback.strip().isdigit():
+        return int(rollback.strip())
+    return rollback
+
+
+def normalize_request(raw):
+    """The change request as the report records it: text stripped, numbers as numbers.
+
+    ``raw``: change_owner, kai_version, thresholds, rollback_target, regression_waiver,
+    variables (the kaiops_* names set for the host), stray_extra_vars. Values that cannot be
+    read are kept as given; their gates say why.
     """
-    selections = [
-        {"kind": "Deployment", "api_version": "apps/v1", "namespace": namespace},
-        {"kind": "Config", "api_version": "kai.scheduler/v1"},
-        {"kind": "SchedulingShard", "api_version": "kai.scheduler/v1"},
-        {"kind": "Queue", "api_version": "scheduling.run.ai/v2"},
-        {"kind": "Pod", "api_version": "v1", "namespace": reservation_namespace},
-        {
-            "kind": "Secret",
-            "api_version": "v1",
-            "namespace": namespace,
-            "label_selectors": ["owner=helm", "name=" + helm_release],
-        },
-    ]
-    path = (inventory or {}).get("affected_path") or {}
-    listed = path.get("configmap_list") or []
-    for cm in listed:
-        selections.append(
-            {
-                "kind": "ConfigMap",
-                "api_version": "v1",
-                "namespace": cm["namespace"],
-                "field_selectors": ["metadata.name=" + cm["name"]],
-            }
+    owner = raw.get("change_owner")
+    thresholds = raw.get("thresholds")
+    if isinstance(thresholds, dict):
+        thresholds = {
+            name: read_threshold(name, value)[0] if name in THRESHOLDS else value
+            for name, value in thresholds.items()
+        }
+    waiver, _problem = read_waiver(raw.get("regression_waiver"))
+    return {
+        "change_owner": owner.strip() if isinstance(owner, str) else owner,
+        "kai_version": raw.get("kai_version"),
+        "thresholds": thresholds,
+        "rollback_target": read_rollback(raw.get("rollback_target")),
+        "regression_waiver": waiver if waiver else raw.get("regression_waiver") or None,
+        "variables": sorted(raw.get("variables") or []),
+        "stray_extra_vars": list(raw.get("stray_extra_vars") or []),
+    }
+
+
+# ---------------------------------------------------------------- request rules
+
+
+def _variables_problem(req):
+    problems = [message for _name, message in unknown_variables(req["variables"])]
+    for stray in req["stray_extra_vars"]:
+        problems.append(
+            "extra vars %r are neither name=value pairs nor a mapping: nothing was set from them"
+            % (stray,)
         )
-    note = ""
-    if (path.get("configmaps") or 0) > len(listed):
-        note = "GPU-sharing ConfigMaps: %d of %d captured (the inventory lists at most %d)" % (
-            len(listed),
-            path["configmaps"],
-            len(listed),
+    return "; ".join(problems) or None
+
+
+def _owner_problem(req):
+    owner = req["change_owner"]
+    if owner is None or owner == "":
+        return "change owner is missing"
+    if not isinstance(owner, str):
+        return "change owner must be a name or an address (text), got %s" % type_name(owner)
+    return None
+
+
+def _version_problem(req):
+    version = req["kai_version"]
+    if version is None or version == "":
+        return "KAI version under test is missing"
+    if not isinstance(version, str):
+        return "KAI version must be %s, got %s" % (TAG_TEXT, type_name(version))
+    if not TAG.match(version):
+        return "KAI version %r is not %s" % (version, TAG_TEXT)
+    return None
+
+
+def _rollback_problem(req):
+    rollback, target = req["rollback_target"], req["kai_version"]
+    if rollback is None or rollback == "":
+        return "rollback target is missing"
+    if isinstance(rollback, bool):
+        return "rollback target %r is neither a Helm revision nor a release tag" % rollback
+    if isinstance(rollback, int):
+        return None if rollback >= 1 else "rollback target revision %s must be 1 or more" % rollback
+    if isinstance(rollback, str) and TAG.match(rollback):
+        if rollback == target:
+            return "rollback target %s is the KAI version under test itself" % rollback
+        return None
+    if not isinstance(rollback, str):
+        return "rollback target must be a Helm revision or a release tag, got %s" % type_name(
+            rollback
         )
-    return selections, note
+    return "rollback target %r is neither a Helm revision number nor %s" % (rollback, TAG_TEXT)
+
+
+def _missing_or(value, text):
+    return "missing" if value is None or value == "" else text
+
+
+REQUEST_GATES = (
+    {
+        "name": "variables",
+        "stage": "request",
+        "threshold": "only the kaiops_* names of the vocabulary; -e as name=value or a mapping",
+        "figure": lambda req: (
+            [n for n, _m in unknown_variables(req["variables"])] + req["stray_extra_vars"]
+            or "all known"
+        ),
+        "rule": _variables_problem,
+        "fix": "rename or remove the variables named (inventories/example/ sets each known one)",
+    },
+    {
+        "name": "change_owner",
+        "stage": "request",
+        "threshold": "non-empty",
+        "figure": lambda req: _missing_or(req["change_owner"], req["change_owner"]),
+        "rule": _owner_problem,
+        "fix": "set kaiops_change_owner (who answers for this change) for the cluster",
+    },
+    {
+        "name": "kai_version",
+        "stage": "request",
+        "threshold": TAG_TEXT,
+        "figure": lambda req: _missing_or(req["kai_version"], req["kai_version"]),
+        "rule": _version_problem,
+        "fix": "set kaiops_kai_version to a release tag (or leave it out for the version pair's "
+        "patched release, meta/kai_releases.yml)",
+    },
+    {
+        "name": "rollback_target",
+        "stage": "request",
+        "threshold": "Helm revision >= 1 or a release tag other than the KAI version under test",
+        "figure": lambda req: _missing_or(req["rollback_target"], req["rollback_target"]),
+        "rule": _rollback_problem,
+        "fix": "set kaiops_rollout_rollback_target to the Helm revision to return to (e.g. 3) "
+        "or the release tag to reinstall",
+    },
+)
+
+
+def threshold_gates(thresholds):
+    """One gate per rollout threshold, one per percentile pair, one for unknown names."""
+    stage, fix_var = "request", "kaiops_thresholds"
+    if not isinstance(thresholds, dict) or not thresholds:
+        empty = thresholds in (None, "", {})
+        return [
+            gate(
+                stage,
+                "thresholds",
+                "missing" if empty else type_name(thresholds),
+                "a mapping of %d acceptance thresholds" % len(ROLLOUT_THRESHOLDS),
+                False,
+                "acceptance thresholds are missing"
+                if empty
+                else "kaiops_thresholds must be a mapping of threshold names to numbers, got %s"
+                % type_name(thresholds),
+                "set %s, e.g. %s" % (fix_var, THRESHOLDS_EXAMPLE),
+            )
+        ]
+    gates = []
+    for name in ROLLOUT_THRESHOLDS:
+        rule = THRESHOLDS[name]
+        value, problem = read_threshold(name, thresholds.get(name))
+        gates.append(
+            gate(
+                stage,
+                "threshold:" + name,
+                value,
+                KIND_TEXT[rule["kind"]],
+                problem is None,
+                "threshold %s (%s): %s" % (name, rule["what"], problem) if problem else "",
+                "set %s.%s" % (fix_var, name) if problem else "",
+            )
+        )
+    for low, high in PERCENTILE_PAIRS:
+        (a, a_ok), (b, b_ok) = as_number(thresholds.get(low)), as_number(thresholds.get(high))
+        if a_ok and b_ok and a > b:
+            gates.append(
+                gate(
+                    stage,
+                    "threshold:%s<=%s" % (low, high),
+                    "%s > %s" % (a, b),
+                    "p50 <= p95",
+                    False,
+                    "threshold %s (%s) is above %s (%s)" % (low, a, high, b),
+                    "a p50 cannot exceed its p95: fix %s" % fix_var,
+                )
+            )
+    for name in sorted(set(thresholds) & set(THRESHOLDS) - set(ROLLOUT_THRESHOLDS)):
+        _value, problem = read_threshold(name, thresholds[name])
+        if problem:
+            gates.append(
+                gate(
+                    stage,
+                    "threshold:" + name,
+                    thresholds[name],
+                    KIND_TEXT[THRESHOLDS[name]["kind"]],
+                    False,
+                    "threshold %s (%s): %s" % (name, THRESHOLDS[name]["what"], problem),
+                    "set %s.%s" % (fix_var, name),
+                )
+            )
+    unknown = sorted(set(thresholds) - set(THRESHOLDS))
+    if unknown:
+        named = [
+            "%s (did you mean %s?)" % (n, nearest_threshold(n)) if nearest_threshold(n) else n
+            for n in unknown
+        ]
+        gates.append(
+            gate(
+                stage,
+                "thresholds:unknown",
+                unknown,
+                "known names",
+                False,
+                "unknown threshold name(s) %s" % ", ".join(named),
+                "use only %s" % ", ".join(THRESHOLDS),
+            )
+        )
+    return gates
+
+
+def regression_gate(req, passing, considered, evidence_root):
+    """Pass on a passing reproduce report of the version under test, or on a valid waiver.
+
+    ``passing``/``considered``: ``rollout/client.find_regression_reports`` of that version
+    (None when the version is not a valid tag: nothing was looked up).
+    """
+    threshold = "a passing reproduce report for the KAI version, or a waiver {reason, approved_by}"
+    waiver, problem = read_waiver(req["regression_waiver"])
+    version = req["kai_version"]
+    stage = "request"
+    if problem:
+        return gate(
+            stage, "regression_evidence", INVALID_WAIVER, threshold, False, problem, WAIVER_FIX
+        ), None
+    if passing is None:
+        return gate(
+            stage,
+            "regression_evidence",
+            "not checked",
+            threshold,
+            False,
+            "regression evidence cannot be matched without a valid KAI version",
+            "fix kaiops_kai_version first",
+        ), None
+    if passing:
+        return gate(
+            stage,
+            "regression_evidence",
+            "reproduce report %s/report.json" % passing[-1],
+            threshold,
+            True,
+        ), {"bundle": passing[-1], "considered": considered, "root": evidence_root}
+    if waiver:
+        return gate(
+            stage,
+            "regression_evidence",
+            "waived: %s (approved by %s)" % (waiver["reason"], waiver["approved_by"]),
+            threshold,
+            True,
+        ), {"waiver": waiver, "considered": considered, "root": evidence_root}
+    seen = (
+        " (rejected: %s)" % "; ".join("%s: %s" % (c["bundle"], c["rejected"]) for c in considered)
+        if considered
+        else ""
+    )
+    return gate(
+        stage,
+        "regression_evidence",
+        "none",
+        threshold,
+        False,
+        "no passing reproduce report for %s in %s%s" % (version, evidence_root or "-", seen),
+        "run the reproduce playbook against %s first, or set kaiops_rollout_regression_waiver: "
+        "{reason: <why>, approved_by: <who>}" % version,
+    ), {"considered": considered, "root": evidence_root}
+
+
+def request_gates(req, find_reports, evidence_root):
+    """Every gate of the change request in a fixed order, and the regression details.
+
+    ``find_reports(root, version)`` is the evidence store's reader (``rollout/client.py``).
+    """
+    gates = [judge(d, req) for d in REQUEST_GATES[:3]]
+    gates += threshold_gates(req["thresholds"])
+    gates += [judge(d, req) for d in REQUEST_GATES[3:]]
+    passing = considered = None
+    if isinstance(req["kai_version"], str) and TAG.match(req["kai_version"]):
+        if read_waiver(req["regression_waiver"])[1] is None:
+            passing, considered = find_reports(evidence_root, req["kai_version"])
+    regression, detail = regression_gate(req, passing, considered, evidence_root)
+    gates.append(regression)
+    return gates, detail
+
+
+# ---------------------------------------------------------------- cluster gates
+
+
+def _kai(subject):
+    return (subject["inventory"] or {}).get("kai") or {}
+
+
+def _release(subject):
+    helm = _kai(subject).get("helm") or {}
+    return helm.get("release")
+
+
+def _installed(subject):
+    return bool(_kai(subject).get("installed")) and bool(_release(subject))
+
+
+def _release_figure(subject):
+    kai = _kai(subject)
+    helm = kai.get("helm") or {}
+    if helm.get("release"):
+        return "%s revision %s" % (helm.get("release"), helm.get("revision"))
+    return "Deployments without a Helm release" if kai.get("installed") else "none"
+
+
+def _version_ok(version):
+    return isinstance(version, str) and bool(
+        TAG.match(version if version[:1] == "v" else "v" + version)
+    )
+
+
+def _current(version):
+    return version if (version or "")[:1] == "v" else "v%s" % version
+
+
+def _rollback_recorded_problem(subject):
+    target, version = subject["rollback_target"], _kai(subject).get("version")
+    revision = (_kai(subject).get("helm") or {}).get("revision")
+    if isinstance(target, int):
+        if isinstance(revision, int) and 1 <= target <= revision:
+            return None
+        return (
+            "rollback revision %s is not a recorded revision of the release on %s (current %s)"
+            % (
+                target,
+                subject["cluster"],
+                revision,
+            )
+        )
+    if target == _current(version):
+        return None
+    return "rollback target %s is not the version running on %s (%s)" % (
+        target,
+        subject["cluster"],
+        _current(version),
+    )
+
+
+def _rollback_recorded_figure(subject):
+    target, kai = subject["rollback_target"], _kai(subject)
+    if isinstance(target, int):
+        return "revision %s (current %s)" % (target, (kai.get("helm") or {}).get("revision"))
+    return "%s (running %s)" % (target, _current(kai.get("version")))
+
+
+def _rollback_fix(subject):
+    kai = _kai(subject)
+    return "set kaiops_rollout_rollback_target to what runs now (version %s, Helm revision %s)" % (
+        kai.get("version"),
+        (kai.get("helm") or {}).get("revision"),
+    )
+
+
+def _applies_when_installed(subject):
+    return _installed(subject)
+
+
+def _applies_with_rollback(subject):
+    target = subject["rollback_target"]
+    return _installed(subject) and target not in (None, "") and not isinstance(target, bool)
+
+
+CLUSTER_GATES = (
+    {
+        "name": "kai_release",
+        "stage": "cluster",
+        "threshold": "a KAI Helm release in the KAI namespace",
+        "figure": _release_figure,
+        "rule": lambda s: (
+            None
+            if _installed(s)
+            else "no KAI release on cluster %s (namespace %s)"
+            % (s["cluster"], _kai(s).get("namespace"))
+        ),
+        "fix": "install KAI with Helm first, or set kaiops_kai_namespace to its namespace",
+        "applies": lambda s: True,
+    },
+    {
+        "name": "current_version",
+        "stage": "cluster",
+        "threshold": "a release tag",
+        "figure": lambda s: _kai(s).get("version") or "unreadable",
+        "rule": lambda s: (
+            None
+            if _version_ok(_kai(s).get("version"))
+            else "current KAI version on %s is unreadable (%s)"
+            % (s["cluster"], _kai(s).get("version"))
+        ),
+        "fix": "pin the KAI images to release tags",
+        "applies": _applies_when_installed,
+    },
+    {
+        "name": "rollback_target_recorded",
+        "stage": "cluster",
+        "threshold": "the version running now, or a Helm revision that exists",
+        "figure": _rollback_recorded_figure,
+        "rule": _rollback_recorded_problem,
+        "fix": _rollback_fix,
+        "applies": _applies_with_rollback,
+    },
+)
+
+
+def cluster_gates(cluster, inventory, rollback_target=None):
+    """Gates from one cluster's kai_inventory output: reachable, then the declarations."""
+    inventory = inventory or {}
+    status = inventory.get("status") or "missing"
+    if status in UNREADABLE:
+        return [
+            gate(
+                "cluster",
+                "reachable",
+                status,
+                "inventoried",
+                False,
+                "cluster %s could not be inventoried: %s - %s"
+                % (cluster, status, inventory.get("error") or "no inventory recorded"),
+                "fix access to the cluster (kubeconfig, context, RBAC), then run again",
+            )
+        ]
+    subject = {
+        "cluster": cluster,
+        "inventory": inventory,
+        "rollback_target": read_rollback(rollback_target),
+    }
+    gates = [gate("cluster", "reachable", status, "inventoried", True)]
+    for declaration in CLUSTER_GATES:
+        if declaration["applies"](subject):
+            gates.append(judge(declaration, subject))
+    return gates
+
+
+# ---------------------------------------------------------------- snapshot and failures
+
+
+def snapshot_gate(count, helm_revision, use_helm, note):
+    return gate(
+        "snapshot",
+        "snapshot",
+        "%s objects%s"
+        % (
+            count,
+            ", helm revision %s" % helm_revision
+            if use_helm
+            else ", helm values not read (kai_rollout_use_helm=false)",
+        ),
+        "captured before the change",
+        True,
+        note or "",
+    )
+
+
+def failure_gate(cluster, stage, task, msg):
+    return gate(
+        stage,
+        "preflight_error",
+        task,
+        "no error",
+        False,
+        'preflight of %s failed in "%s": %s' % (cluster, task, msg or "no message"),
+        "see the task output and tasks.jsonl in the evidence folder",
+    )

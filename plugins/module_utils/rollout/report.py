@@ -3,13 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rollout report: one document per run, rendered as JSON, Markdown and JUnit XML.
 
-Pure functions. ``build`` takes the change request and, per cluster, the gates, the steps
-(run / not run / failed, with the reason) and the evidence paths, and decides:
+Pure functions. ``build`` takes the change request and, per cluster, the record of
+``rollout/pipeline.py`` (gates, steps - run / not run / failed, with the reason - and evidence
+paths), and decides:
 
 - cluster decision ``refused`` when any gate failed, ``proceed`` when every gate passed;
 - run decision ``refused`` when any cluster was refused, otherwise ``proceed``.
 
-A step that was not run says why; nothing is reported as done that was not done.
+The steps that are not built yet come from the pipeline's ``STAGES``. A step that was not run
+says why; nothing is reported as done that was not done. ``error_report`` is the document
+written when the report itself cannot be built, so a run always leaves its three files.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,24 +21,44 @@ __metaclass__ = type
 
 from xml.sax.saxutils import escape, quoteattr
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
+    STEP_STATUSES,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
+    pending_steps as pipeline_pending_steps,
+)
+
 SCHEMA = "kaiops.report/v1"
-STEP_STATUSES = ("done", "failed", "not_run")
+RUN_EVIDENCE = ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"]
+# The step of a cluster that has no record: it failed before its preflight ran.
+NO_RECORD_STEP = {
+    "step": "preflight",
+    "status": "failed",
+    "reason": "no preflight recorded: the host failed before the preflight ran; "
+    "see the task output",
+}
 
 
 def _decision(gates):
     return "refused" if any(not g.get("passed") for g in gates) else "proceed"
 
 
-def build(request, clusters, generated_at, run_id=None, pending_steps=()):
+def build(request, clusters, generated_at, run_id=None, pending_steps=None):
     """The report document (what report.json holds).
 
-    ``pending_steps``: steps of the rollout that come after preflight, each
-    ``{step, reason}``; a cluster that did not record one gets it as ``not_run``, with the
-    refusal as the reason when the cluster was refused, else the given reason.
+    ``pending_steps``: steps of the rollout that come after preflight, each ``{step, reason}``
+    (default: the pipeline's steps not built yet); a cluster that did not record one gets it as
+    ``not_run``, with the refusal as the reason when the cluster was refused, else the given
+    reason.
     """
+    if pending_steps is None:
+        pending_steps = pipeline_pending_steps()
+    request = request if isinstance(request, dict) else {}
     out_clusters = {}
     for name in sorted(clusters):
         entry = clusters[name] or {}
+        if not entry:
+            entry = {"steps": [NO_RECORD_STEP]}
         gates = list(entry.get("gates") or [])
         decision = _decision(gates) if gates else "refused"
         reasons = [
@@ -82,12 +105,12 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=()):
         "kind": "rollout",
         "run_id": run_id,
         "generated_at": generated_at,
-        "kai_version": request.get("target_version"),
+        "kai_version": request.get("kai_version"),
         "request": request,
         "decision": "refused" if refused or not out_clusters else "proceed",
         "refused_clusters": refused,
         # Files of this run's bundle, relative to it (each cluster lists its own as well).
-        "evidence": ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"],
+        "evidence": list(RUN_EVIDENCE),
         "clusters": out_clusters,
         "summary": {
             "clusters": len(out_clusters),
@@ -99,6 +122,46 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=()):
     }
 
 
+def error_report(request, clusters, generated_at, run_id, error):
+    """The document written when ``build`` or a renderer failed: every cluster refused."""
+    names = sorted(str(n) for n in clusters) if isinstance(clusters, dict) else []
+    reason = "the rollout report could not be built: %s" % error
+    return {
+        "schema": SCHEMA,
+        "kind": "rollout",
+        "run_id": run_id,
+        "generated_at": generated_at,
+        "kai_version": request.get("kai_version") if isinstance(request, dict) else None,
+        "request": request if isinstance(request, dict) else {"as_given": request},
+        "decision": "refused",
+        "refused_clusters": names,
+        "error": reason,
+        "evidence": list(RUN_EVIDENCE),
+        "clusters": {
+            name: {
+                "decision": "refused",
+                "reasons": [reason],
+                "request": None,
+                "current_version": None,
+                "gates": [],
+                "steps": [],
+                "evidence": [],
+            }
+            for name in names
+        },
+        "summary": {"clusters": len(names), "gates": 0, "gates_failed": 0},
+    }
+
+
+def waiver_text(waiver):
+    """How the report shows the waiver: its reason and who approved it."""
+    if waiver in (None, "", {}):
+        return "none"
+    if not isinstance(waiver, dict):
+        return "invalid (not a mapping): %s" % (waiver,)
+    return "%s (approved by %s)" % (waiver.get("reason") or "-", waiver.get("approved_by") or "-")
+
+
 def _cell(value):
     if value is None or value == "":
         return "-"
@@ -108,7 +171,7 @@ def _cell(value):
 
 
 def render_markdown(report):
-    req = report["request"]
+    req = report["request"] if isinstance(report.get("request"), dict) else {}
     lines = [
         "# KAI Scheduler rollout report",
         "",
@@ -117,6 +180,8 @@ def render_markdown(report):
         "**Decision: %s**" % report["decision"].upper(),
         "",
     ]
+    if report.get("error"):
+        lines += ["**Error**: %s" % _cell(report["error"]), ""]
     not_run = sorted(
         {
             s["step"]
@@ -133,10 +198,9 @@ def render_markdown(report):
         "| Field | Value |",
         "|---|---|",
         "| Change owner | %s |" % _cell(req.get("change_owner")),
-        "| Target version | %s |" % _cell(req.get("target_version")),
+        "| KAI version under test | %s |" % _cell(req.get("kai_version")),
         "| Rollback target | %s |" % _cell(req.get("rollback_target")),
-        "| Regression waiver | %s |"
-        % _cell((req.get("regression_waiver") or {}).get("reason") or "none"),
+        "| Regression waiver | %s |" % _cell(waiver_text(req.get("regression_waiver"))),
         "| Clusters | %s |" % _cell(sorted(report["clusters"])),
         "",
         "Thresholds:",
@@ -184,9 +248,18 @@ def render_markdown(report):
 
 
 def render_junit(report):
-    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>."""
+    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>. A report
+    that could not be built is one <error>."""
     suites = []
-    total = failures = 0
+    total = failures = errors = 0
+    if report.get("error"):
+        total, errors = 1, 1
+        suites.append(
+            '  <testsuite name="rollout report" tests="1" failures="0" errors="1" skipped="0">\n'
+            '    <testcase classname="rollout.report" name="report"><error message=%s type=%s>'
+            "%s</error></testcase>\n  </testsuite>"
+            % (quoteattr(report["error"]), quoteattr("report"), escape(report["error"]))
+        )
     for name, cluster in sorted(report["clusters"].items()):
         cases = []
         bad = 0
@@ -217,6 +290,6 @@ def render_junit(report):
         )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites name="kaiops rollout" tests="%d" failures="%d" errors="0">\n%s\n'
-        "</testsuites>\n" % (total, failures, "\n".join(suites))
+        '<testsuites name="kaiops rollout" tests="%d" failures="%d" errors="%d">\n%s\n'
+        "</testsuites>\n" % (total, failures, errors, "\n".join(suites))
     )

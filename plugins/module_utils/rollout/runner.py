@@ -1,13 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Runner layer of the rollout modules: params in, result dict out; the only layer that exits.
+"""Runner layer of the rollout modules: params in, the result dict out; the only layer that exits.
 
-Neither runner talks to a cluster: ``run_preflight_gates`` judges the change request (and the
-evidence store on the controller) or a cluster's inventory; ``run_rollout_report`` writes the
-report files. Failures are raised as KaiopsError and turned into fail_json by
-``ansible_module.run_module``. The evidence store and the run's folder come from the run's
-context (``evidence_root``, ``evidence_dir``), filled in by the action plugin.
+None of them talks to a cluster:
+
+- ``run_rollout_request`` judges one cluster's change request (and the evidence store on the
+  controller) and returns the cluster's new record;
+- ``run_rollout_record`` adds what an operation did (the inventory, the snapshot, a skip or a
+  failure) to a record;
+- ``run_rollout_report`` writes report.json, report.md and junit.xml from every record, and
+  writes them whatever went wrong: when the report cannot be built, an error report is written
+  and the module fails after.
+
+The evidence store and the run's folder come from the run's context (``evidence_root``,
+``evidence_dir``), filled in by the action plugin; so do the version pair's defaults.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,59 +24,107 @@ __metaclass__ = type
 import datetime
 import os
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
+    STATUS_INVALID,
+    KaiopsError,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates as preflight
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates, pipeline
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     report as rollout_report,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
+    find_regression_reports,
+)
 
 
-def evidence_root(option=None):
-    """The evidence store to search, as given (the run's context gives the store's root)."""
+def _path(option):
     return os.path.abspath(os.path.expanduser(option)) if option else None
 
 
-def run_preflight_gates(module):
+def run_rollout_request(module):
     params = module.params
     cluster = params["cluster"]
-    detail = None
-    if params["stage"] == "inputs":
-        root = evidence_root(params.get("evidence_root"))
-        gates, detail = preflight.input_gates(
-            params.get("change_owner"),
-            params.get("target_version"),
-            params.get("thresholds"),
-            params.get("rollback_target"),
-            params.get("regression_waiver"),
-            root,
-        )
-        if detail and detail.get("bundle"):
-            report = os.path.join(root, detail["bundle"], "report.json")
-            run_dir = params.get("evidence_dir")
-            detail["link"] = os.path.relpath(report, run_dir) if run_dir else report
-    else:
-        gates = preflight.cluster_gates(
-            cluster, params.get("inventory"), params.get("rollback_target")
-        )
-        selections, note = preflight.snapshot_selections(
-            params.get("inventory"),
-            params.get("namespace") or "kai-scheduler",
-            params.get("reservation_namespace") or "kai-resource-reservation",
-            params.get("helm_release") or "kai-scheduler",
-        )
-        detail = {"snapshot_selections": selections, "snapshot_note": note}
-    failed = preflight.failed(gates)
+    root = _path(params.get("evidence_root"))
+    request = gates.normalize_request(params)
+    judged, detail = gates.request_gates(request, find_regression_reports, root)
+    link = None
+    if detail and detail.get("bundle"):
+        report = os.path.join(root, detail["bundle"], "report.json")
+        run_dir = _path(params.get("evidence_dir"))
+        link = os.path.relpath(report, run_dir) if run_dir else report
+    record = pipeline.new_record(cluster, request, judged, detail, link)
+    bad = gates.failed(judged)
     module.exit_json(
         changed=False,
-        stage=params["stage"],
         cluster=cluster,
-        gates=gates,
-        failed_gates=[g["gate"] for g in failed],
-        passed=not failed,
-        message=preflight.refusal_message(cluster, gates),
-        regression=detail if params["stage"] == "inputs" else None,
-        snapshot=detail if params["stage"] == "cluster" else None,
+        record=record,
+        gates=judged,
+        failed_gates=[g["gate"] for g in bad],
+        passed=not bad,
+        well_formed=record["request_well_formed"],
+        message=gates.refusal_message(cluster, judged),
     )
+
+
+# What kai_rollout_record adds; exactly one per call.
+ADDITIONS = ("skip", "inventory", "snapshot", "failure")
+
+
+def run_rollout_record(module):
+    params = module.params
+    given = [name for name in ADDITIONS if params.get(name) is not None]
+    if len(given) != 1:
+        raise KaiopsError(
+            "Failed to add to the rollout record: give exactly one of %s (got %s)"
+            % (", ".join(ADDITIONS), ", ".join(given) or "none"),
+            status=STATUS_INVALID,
+        )
+    record = params.get("record") or {}
+    if params.get("skip") is not None:
+        record = pipeline.add_skip(record)
+    elif params.get("inventory") is not None:
+        record = pipeline.add_inventory(
+            record,
+            params["inventory"],
+            params["namespace"],
+            params["reservation_namespace"],
+            params["helm_release"],
+        )
+    elif params.get("snapshot") is not None:
+        snapshot = params["snapshot"]
+        record = pipeline.add_snapshot(
+            record,
+            snapshot.get("objects") or {},
+            snapshot.get("helm"),
+            snapshot.get("use_helm", True),
+        )
+    else:
+        failure = params["failure"]
+        record = pipeline.add_failure(
+            record,
+            failure.get("stage") or "cluster",
+            failure.get("task") or "unknown task",
+            failure.get("msg"),
+            cluster=params.get("cluster"),
+        )
+    bad = gates.failed(record.get("gates") or [])
+    module.exit_json(
+        changed=False,
+        record=record,
+        failed_gates=[g["gate"] for g in bad],
+        passed=not bad,
+        snapshot_due=bool(record.get("snapshot_due")),
+        message=gates.refusal_message(record.get("cluster"), record.get("gates") or []),
+    )
+
+
+def _files(report):
+    return [
+        ("report.json", report),
+        ("report.md", rollout_report.render_markdown(report)),
+        ("junit.xml", rollout_report.render_junit(report)),
+    ]
 
 
 def run_rollout_report(module, now=None):
@@ -79,21 +134,29 @@ def run_rollout_report(module, now=None):
         "%Y-%m-%dT%H:%M:%SZ"
     )
     run_id = params.get("run_id") or (os.path.basename(os.path.abspath(root)) if root else None)
-    report = rollout_report.build(
-        params["request"],
-        params["clusters"],
-        generated_at,
-        run_id,
-        pending_steps=params.get("pending_steps") or (),
-    )
-    root, files = write_report(
-        module,
-        [
-            ("report.json", report),
-            ("report.md", rollout_report.render_markdown(report)),
-            ("junit.xml", rollout_report.render_junit(report)),
-        ],
-    )
+    error = None
+    try:
+        report = rollout_report.build(
+            params["request"],
+            params["clusters"],
+            generated_at,
+            run_id,
+            pending_steps=params.get("pending_steps"),
+        )
+        files = _files(report)
+    except Exception as exc:  # noqa: BLE001 - every run leaves its report, whatever failed
+        error = "%s: %s" % (type(exc).__name__, exc)
+        report = rollout_report.error_report(
+            params.get("request"), params.get("clusters"), generated_at, run_id, error
+        )
+        files = _files(report)
+    root, written = write_report(module, files)
+    if error:
+        raise KaiopsError(
+            "Failed to build the rollout report: %s (an error report was written: %s)"
+            % (error, ", ".join(written) or "nothing, no evidence folder"),
+            details={"files": written, "evidence_dir": root},
+        )
     module.exit_json(
         changed=False,
         decision=report["decision"],
@@ -103,6 +166,6 @@ def run_rollout_report(module, now=None):
             for name, c in report["clusters"].items()
         },
         summary=report["summary"],
-        files=files,
+        files=written,
         evidence_dir=root,
     )

@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One vocabulary: the inventory variables every playbook reads, and one table of thresholds.
+
+A host of this collection is a Kubernetes cluster. What an inventory says about it goes by
+these names, whatever playbook reads it (``inventories/example/`` sets each of them):
+
+- ``VARIABLES``: the ``kaiops_*`` variables, with what each means. A ``kaiops_*`` name that is
+  not here is a typo or a name of old; the rollout refuses it, naming the nearest known name
+  (``unknown_variables``), before any cluster is read.
+- ``THRESHOLDS``: the one table of ``kaiops_thresholds`` names, each with its kind (the rule
+  its value follows) and whether the rollout needs it. Values are numbers; numeric text
+  (``"300"``, ``" 300 "``, as ``-e`` gives it) is read as the number it says.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+
+VARIABLES = {
+    # Reaching the cluster (every playbook).
+    "kaiops_kubeconfig": "path of the cluster's kubeconfig on the controller",
+    "kaiops_context": "context in the kubeconfig (default: its current context)",
+    "kaiops_kai_namespace": "namespace of the KAI release (default kai-scheduler)",
+    # Who answers, and the limits (inventory.yml, rollout.yml).
+    "kaiops_change_owner": "who answers for changes on this cluster (recorded in reports)",
+    "kaiops_thresholds": "limits the runbooks check against, names from the one table",
+    # The change request (rollout.yml).
+    "kaiops_kai_version": "the KAI release under test, the rollout's target (default: "
+    "pair.patched of meta/kai_releases.yml)",
+    "kaiops_rollout_rollback_target": "the Helm revision or release tag to return to (default: "
+    "pair.pre of meta/kai_releases.yml)",
+    "kaiops_rollout_regression_waiver": "{reason, approved_by} when no passing reproduce report "
+    "is in the evidence store",
+    # gpu_access.yml.
+    "kaiops_gpu_access_allow_non_disposable": "run the GPU probes on a cluster not marked "
+    "disposable",
+    "kaiops_gpu_access_require_sharing": "fail unless fractional sharing passed",
+    "kaiops_gpu_access_expected_isolation": "the isolation the deployment must enforce",
+}
+
+# Names of old, and what replaced them (a name or, for None, the message).
+RENAMED = {
+    "kaiops_rollout_change_owner": "kaiops_change_owner",
+    "kaiops_rollout_thresholds": "kaiops_thresholds",
+    "kaiops_rollout_target_version": "kaiops_kai_version",
+    "kaiops_rollout_evidence_root": None,
+}
+RENAMED_NOTE = {
+    "kaiops_rollout_evidence_root": "the evidence store is the evidence callback's root "
+    "([kaiops_evidence] root in ansible.cfg, KAIOPS_EVIDENCE_ROOT for one run)",
+}
+
+
+# kind: seconds (a number > 0), fraction (0 < x <= 1), count (a whole number >= 0), window
+# (a whole number of seconds, 60-86400). rollout: the rollout needs it. Percentile pairs are
+# also checked p50 <= p95.
+def _threshold(kind, rollout, what):
+    return {"kind": kind, "rollout": rollout, "what": what}
+
+
+THRESHOLDS = {
+    "bind_latency_p50_s": _threshold("seconds", True, "submission-to-bound latency, p50"),
+    "bind_latency_p95_s": _threshold("seconds", True, "submission-to-bound latency, p95"),
+    "ready_latency_p50_s": _threshold("seconds", True, "submission-to-Ready latency, p50"),
+    "ready_latency_p95_s": _threshold("seconds", True, "submission-to-Ready latency, p95"),
+    "completion_rate_min": _threshold("fraction", True, "probe completion rate (failures count)"),
+    "binder_restarts_max": _threshold("count", True, "binder container restarts"),
+    "stale_objects_max": _threshold("count", True, "stale reservation pods and ConfigMaps"),
+    "observation_window_s": _threshold("window", True, "observation window"),
+    "component_restarts_max": _threshold(
+        "count", False, "container restarts per KAI component above which the inventory flags it"
+    ),
+}
+PERCENTILE_PAIRS = (
+    ("bind_latency_p50_s", "bind_latency_p95_s"),
+    ("ready_latency_p50_s", "ready_latency_p95_s"),
+)
+ROLLOUT_THRESHOLDS = tuple(n for n, rule in THRESHOLDS.items() if rule["rollout"])
+# How a kind's value reads in a message: "must be <this>".
+KIND_TEXT = {
+    "seconds": "a number of seconds",
+    "fraction": "a fraction in (0, 1]",
+    "count": "a whole number, 0 or more",
+    "window": "a whole number of seconds, 60 to 86400",
+}
+
+
+def type_name(value):
+    """How a value's type reads in a message: 'a list', 'a string ('fast')', 'nothing'..."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean (%s)" % str(value).lower()
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, str):
+        return "a string (%r)" % (value if len(value) <= 40 else value[:37] + "...")
+    if isinstance(value, (int, float)):
+        return "a number (%s)" % value
+    return "a %s" % type(value).__name__
+
+
+def as_number(value):
+    """(number, True) for a number or numeric text (int when whole); (value, False) otherwise."""
+    if isinstance(value, bool):
+        return value, False
+    if isinstance(value, (int, float)):
+        return value, True
+    if isinstance(value, str):
+        text = value.strip()
+        for cast in (int, float):
+            try:
+                number = cast(text)
+            except ValueError:
+                continue
+            if number != number or number in (float("inf"), float("-inf")):
+                return value, False
+            return (int(number) if cast is float and number == int(number) else number), True
+    return value, False
+
+
+def _key(name):
+    for prefix in ("kaiops_rollout_", "kaiops_"):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def nearest_variable(name):
+    """The known name a stray kaiops_* name most likely meant, or None."""
+    if RENAMED.get(name):
+        return RENAMED[name]
+    key = _key(name)
+    keys = {_key(known): known for known in VARIABLES}
+    for known_key, known in sorted(keys.items()):
+        if known_key.endswith("_" + key) or key.endswith("_" + known_key):
+            return known
+    found = difflib.get_close_matches(key, list(keys), 1, 0.6)
+    return keys[found[0]] if found else None
+
+
+def unknown_variables(names):
+    """[(name, message)] for each kaiops_* name that is not in the vocabulary, sorted."""
+    out = []
+    for name in sorted(set(names)):
+        if not name.startswith("kaiops_") or name in VARIABLES:
+            continue
+        if name in RENAMED_NOTE:
+            out.append((name, "%s is no longer read: %s" % (name, RENAMED_NOTE[name])))
+            continue
+        nearest = nearest_variable(name)
+        if name in RENAMED:
+            out.append((name, "%s is now %s" % (name, nearest)))
+        elif nearest:
+            out.append((name, "unknown variable %s (did you mean %s?)" % (name, nearest)))
+        else:
+            out.append((name, "unknown variable %s (known: %s)" % (name, ", ".join(VARIABLES))))
+    return out
+
+
+def nearest_threshold(name):
+    found = difflib.get_close_matches(name, list(THRESHOLDS), 1, 0.6)
+    return found[0] if found else None
