@@ -40,7 +40,9 @@ CASES = {
     },
     "creation": {
         "title": "creation path: no ConfigMap; the probe runs to completion",
-        "workloads": [{"name": "create", "configmap": NO_CONFIGMAP, "layout": "single", "probe": True}],
+        "workloads": [
+            {"name": "create", "configmap": NO_CONFIGMAP, "layout": "single", "probe": True}
+        ],
         "edge": False,
     },
     "repeat": {
@@ -139,8 +141,12 @@ def pod_manifest(name, namespace, layout, placement, image, fraction="0.5", gate
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {}),
-                     "annotations": annotations},  # fmt: skip
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels or {}),
+            "annotations": annotations,
+        },  # fmt: skip
         "spec": spec,
     }
 
@@ -155,7 +161,9 @@ def configmap_manifest(name, namespace, pod, content):
             "name": name,
             "namespace": namespace,
             "labels": {"kaiops.dev/fixture": "reproduce"},
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}],
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+            ],
         },
     }
     if content == "empty":

@@ -133,7 +133,8 @@ class Recorder(object):
         now = self.wall()
         rec = {
             "t": self.clock(),
-            "at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (now % 1 * 1000),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+            + ".%03dZ" % (now % 1 * 1000),
             "type": kind,
             "object": obj,
         }

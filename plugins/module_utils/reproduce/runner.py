@@ -30,6 +30,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client i
     FixtureClient,
     Recorder,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.identify import identify
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
 
 CREATED_BY = "kaiops.dev/created-by"
 RUN_LABEL = "kaiops.dev/run-id"
@@ -43,7 +45,9 @@ def slug(version):
 
 
 def namespace_name(prefix, case, version, run_id):
-    return ("%s-%s-%s-%s" % (prefix, case.replace("_", "-"), slug(version), run_id[-6:].lower()))[:63].rstrip("-")
+    return ("%s-%s-%s-%s" % (prefix, case.replace("_", "-"), slug(version), run_id[-6:].lower()))[
+        :63
+    ].rstrip("-")
 
 
 class CaseRun(object):
@@ -143,7 +147,9 @@ class CaseRun(object):
                      configmap_name=C.configmap_name(prefix, workload["layout"]),
                      fixture=workload.get("configmap"))  # fmt: skip
         if workload.get("configmap"):
-            cm = C.configmap_manifest(state["configmap_name"], self.namespace, created, workload["configmap"])
+            cm = C.configmap_manifest(
+                state["configmap_name"], self.namespace, created, workload["configmap"]
+            )
             self.client.create(cm)
             stored = self.client.read("v1", "ConfigMap", state["configmap_name"], self.namespace)
             state["stored"] = {"manifest_data": cm.get("data", "omitted"), "stored_has_data_key": "data" in stored,
@@ -159,7 +165,11 @@ class CaseRun(object):
         for st in states:
             hist = S.pod_history(pods, st["name"])
             if expect == "reproduces":
-                nil = [a for a in S.attempts(brs, st["name"]) if a["failed_at"] and C.NIL_MAP in (a["reason"] or "")]
+                nil = [
+                    a
+                    for a in S.attempts(brs, st["name"])
+                    if a["failed_at"] and C.NIL_MAP in (a["reason"] or "")
+                ]
                 if len(nil) < 2 and not hist["bound"]:
                     return False
             elif st.get("probe"):
@@ -186,6 +196,7 @@ class CaseRun(object):
             expect = "binds"
             declared = dict(declared, expect="binds")
         self.write("expectation.json", declared)  # before anything is planted
+        started = self.clock()
         self.create_namespace()
         restarts_before = self.restarts()
         rec = self.start_watches()
@@ -194,7 +205,8 @@ class CaseRun(object):
         extra = {}
         try:
             if self.case == "recovery" and self.p.get("phase") == "observe":
-                states = self.p.get("workloads") or []
+                keep = ("name", "uid", "prefix", "configmap_name", "fixture", "layout", "configmap")
+                states = [dict((k, w.get(k)) for k in keep) for w in self.p.get("workloads") or []]
                 for st in states:
                     st["submitted_t"] = self.clock()  # the window starts with the patched build
                 timed_out = self.follow(rec, states, "binds", self.p["window_s"])
@@ -209,7 +221,9 @@ class CaseRun(object):
                         self.follow(rec, [first], "binds", self.p["window_s"])
                     states.append(self.plant(w))
                 window = self.p["window_s"]
-                timed_out = self.follow(rec, states, expect if self.case != "recovery" else "reproduces", window)
+                timed_out = self.follow(
+                    rec, states, expect if self.case != "recovery" else "reproduces", window
+                )
                 if C.CASES[self.case].get("rerun"):
                     extra.update(self.rerun(rec, states))
         finally:
@@ -221,15 +235,17 @@ class CaseRun(object):
             self.write_watches(rec)
         obs = [S.workload_observation(final, s) for s in states]
         if self.case == "repeat":
-            groups = [w["gpu_group"] for w in obs if w["gpu_group"]]
+            first = [w for w in obs if not w["name"].endswith("-again")]
+            again = [w for w in obs if w["name"].endswith("-again")]
+            groups = [w["gpu_group"] for w in first if w["gpu_group"]]
             extra["groups"] = groups
-            extra["reservation_pods_for_group"] = len([
-                r for r in final["reservations_now"]
-                if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in set(groups)
-            ])  # fmt: skip
+            extra["groups_again"] = [w["gpu_group"] for w in again if w["gpu_group"]]
         if self.case == "nil_data":
             stored = [s.get("stored") or {} for s in states]
-            extra["variants_identical"] = len(set(str((x.get("stored_has_data_key"), x.get("stored_data"))) for x in stored)) == 1
+            extra["variants_identical"] = (
+                len(set(str((x.get("stored_has_data_key"), x.get("stored_data"))) for x in stored))
+                == 1
+            )
         checks = S.assertions(self.case, expect, obs, extra)
         if timed_out:
             checks.append({"name": "within the window", "result": "fail" if expect != "reproduces" or not all(
@@ -240,6 +256,8 @@ class CaseRun(object):
             checks = [c for c in checks if "nil-map" in c["name"] or c["name"] == "binder_not_restarted"
                       or "no node" in c["name"]]  # fmt: skip
         result = {
+            "duration_s": round(self.clock() - started, 3),
+            "reservation_held_s": self.reservation_held(final, obs, self.clock()),
             "case": self.case,
             "phase": self.p.get("phase"),
             "build": self.build,
@@ -249,29 +267,52 @@ class CaseRun(object):
             "assertions": checks,
             "verdict": S.verdict(checks),
             "metrics": S.case_metrics(obs),
-            "stale_state": S.stale_state(final["pods_now"], final["configmaps_now"], final["reservations_now"])
-            if self.build["exposed"] or self.case == "recovery" else [],
+            "stale_state": S.stale_state(
+                final["pods_now"], final["configmaps_now"], final["reservations_now"]
+            )
+            if self.build["exposed"] or self.case == "recovery"
+            else [],
             "extra": dict((k, v) for k, v in extra.items() if k != "probe"),
             "timed_out": timed_out,
             "watch_errors": rec.errors,
             "interventions": self.interventions,
-            "workloads": [dict((k, v) for k, v in s.items() if k not in ("stored",)) for s in states],
+            "workloads": [
+                dict((k, v) for k, v in s.items() if k not in ("stored",)) for s in states
+            ],
             "timeline": self.timeline(final, states),
         }
         self.write("observations.json", obs)
         self.write("assertions.json", checks)
         self.write("timeline.json", result["timeline"])
-        kept = self.p.get("keep_namespaces") or (self.case == "recovery" and self.p.get("phase") != "observe")
+        kept = self.p.get("keep_namespaces") or (
+            self.case == "recovery" and self.p.get("phase") != "observe"
+        )
         if not kept:
             self.client.delete_namespace(self.namespace)
         result["namespace_kept"] = bool(kept)
         result["files"] = list(self.files)
         return result
 
+    def reservation_held(self, final, obs, end):
+        """Seconds of whole GPUs held by reservation pods of this case's failed attempts."""
+        failed_groups = set(g for w in obs for a in w["attempts"] if a["failed_at"] for g in a["gpu_groups"])
+        spans = {}
+        for r in final["reservations"]:
+            meta = r["object"].get("metadata") or {}
+            if (meta.get("labels") or {}).get("runai-gpu-group") not in failed_groups:
+                continue
+            span = spans.setdefault(meta.get("uid"), [r["t"], end])
+            if r["type"] == "DELETED":
+                span[1] = r["t"]
+        return round(sum(b - a for a, b in spans.values()), 3)
+
     def rerun(self, rec, states):
         """Delete the case's pods, wait for their reservation to go, then run it again."""
         first_groups = set()
+        configmaps = self.client.list("v1", "ConfigMap", self.namespace)
+        reservations = self.client.list("v1", "Pod", self.p["reservation_namespace"])
         for st in states:
+            st["configmaps_after"] = configmaps  # read before the pods (their owners) go
             pod = self.client.read("v1", "Pod", st["name"], self.namespace)
             group = ((pod or {}).get("metadata", {}).get("labels") or {}).get("runai-gpu-group")
             if group:
@@ -279,9 +320,15 @@ class CaseRun(object):
             self.client.request("DELETE", self.client.collection_path("v1", "Pod", self.namespace, st["name"]),
                                 "pod %s/%s" % (self.namespace, st["name"]))  # fmt: skip
 
+        held = [r for r in reservations if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups]
+
         def gone():
             res = self.client.list("v1", "Pod", self.p["reservation_namespace"])
-            left = [r for r in res if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups]
+            left = [
+                r
+                for r in res
+                if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups
+            ]
             return not left
 
         try:
@@ -289,12 +336,19 @@ class CaseRun(object):
             stale = 0
         except KaiopsError:
             res = self.client.list("v1", "Pod", self.p["reservation_namespace"])
-            stale = len([r for r in res if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups])
+            stale = len(
+                [
+                    r
+                    for r in res
+                    if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups
+                ]
+            )
         again = [self.plant(dict(w, name=w["name"] + "-again"))
                  for w in C.CASES[self.case]["workloads"]]  # fmt: skip
         self.follow(rec, again, "binds", self.p["window_s"])
         states.extend(again)
-        return {"stale_reservations_after_rerun": stale, "first_groups": sorted(first_groups)}
+        return {"stale_reservations_after_rerun": stale, "first_groups": sorted(first_groups),
+                "reservation_pods_for_group": len(held)}
 
     def collect(self, rec, states):
         """The watches' records plus a last read of what is there now, and the binder's logs."""
@@ -304,15 +358,21 @@ class CaseRun(object):
             "reservations_now": self.client.list("v1", "Pod", self.p["reservation_namespace"]),
         }
         for st in states:
-            st["configmaps_after"] = now["configmaps_now"]
+            st.setdefault("configmaps_after", now["configmaps_now"])
             st["events"] = self._events(rec, st["name"])
-        out = dict((k, [r for r in rec.objects(k)]) for k in ("pods", "bindrequests", "configmaps", "events", "reservations"))
+        out = dict(
+            (k, [r for r in rec.objects(k)])
+            for k in ("pods", "bindrequests", "configmaps", "events", "reservations")
+        )
         out.update(now)
         self.write("configmaps-after.json", now["configmaps_now"])
         self.write("reservation-pods-after.json", now["reservations_now"])
         for pod in self.binder_pods():
             name = pod["metadata"]["name"]
-            self.write("binder-%s.log" % name, self.client.logs(self.p["kai_namespace"], name) or "(empty)\n")
+            self.write(
+                "binder-%s.log" % name,
+                self.client.logs(self.p["kai_namespace"], name) or "(empty)\n",
+            )
             previous = self.client.logs(self.p["kai_namespace"], name, previous=True)
             self.write("binder-%s-previous.log" % name, previous or "(no previous container)\n")
         return out
@@ -331,7 +391,16 @@ class CaseRun(object):
         for key in ("pods", "bindrequests", "configmaps", "events", "reservations"):
             lines = []
             for r in rec.objects(key):
-                lines.append(S_json({"t": round(r["t"], 3), "at": r["at"], "type": r["type"], "object": r["object"]}))
+                lines.append(
+                    S_json(
+                        {
+                            "t": round(r["t"], 3),
+                            "at": r["at"],
+                            "type": r["type"],
+                            "object": r["object"],
+                        }
+                    )
+                )
             self.write("watch-%s.jsonl" % key, "\n".join(lines) + ("\n" if lines else ""))
 
     def timeline(self, final, states):
@@ -343,20 +412,47 @@ class CaseRun(object):
                 continue
             steps = [{"s": 0.0, "what": "gate lifted (submitted to KAI)"}]
             for a in S.attempts(final["bindrequests"], st["name"]):
-                steps.append({"s": round(a["first_seen"] - t0, 3), "what": "BindRequest %s created (groups %s)" % (a["uid"][:8], a["gpu_groups"])})
+                steps.append(
+                    {
+                        "s": round(a["first_seen"] - t0, 3),
+                        "what": "BindRequest %s created (groups %s)"
+                        % (a["uid"][:8], a["gpu_groups"]),
+                    }
+                )
                 if a["failed_at"]:
-                    steps.append({"s": round(a["failed_at"] - t0, 3), "what": "BindRequest %s Failed: %s" % (a["uid"][:8], a["reason"])})
+                    steps.append(
+                        {
+                            "s": round(a["failed_at"] - t0, 3),
+                            "what": "BindRequest %s Failed: %s" % (a["uid"][:8], a["reason"]),
+                        }
+                    )
                 if a["succeeded_at"]:
-                    steps.append({"s": round(a["succeeded_at"] - t0, 3), "what": "BindRequest %s Succeeded" % a["uid"][:8]})
+                    steps.append(
+                        {
+                            "s": round(a["succeeded_at"] - t0, 3),
+                            "what": "BindRequest %s Succeeded" % a["uid"][:8],
+                        }
+                    )
             for r in final["reservations"]:
                 if r["type"] == "ADDED":
-                    steps.append({"s": round(r["t"] - t0, 3), "what": "reservation pod %s created" % r["object"]["metadata"]["name"]})
+                    steps.append(
+                        {
+                            "s": round(r["t"] - t0, 3),
+                            "what": "reservation pod %s created" % r["object"]["metadata"]["name"],
+                        }
+                    )
             hist = S.pod_history(final["pods"], st["name"])
             for key, what in (("bound", "pod has a node (bound)"), ("running", "container running"),
                               ("succeeded", "completed")):  # fmt: skip
                 if hist[key] is not None:
                     steps.append({"s": round(hist[key] - t0, 3), "what": what})
-            out.append({"workload": st["name"], "uid": st.get("uid"), "steps": sorted(steps, key=lambda x: x["s"])})
+            out.append(
+                {
+                    "workload": st["name"],
+                    "uid": st.get("uid"),
+                    "steps": sorted(steps, key=lambda x: x["s"]),
+                }
+            )
         return out
 
 
@@ -372,7 +468,71 @@ def run_case(module):
         raise KaiopsError("Failed to run case %s: unknown; known cases: %s" % (params["case"], ", ".join(C.CASES)),
                           status=STATUS_INVALID)  # fmt: skip
     if module.check_mode:
-        module.exit_json(changed=False, skipped=True, msg="reproduce plants fixtures; nothing runs under --check")
-    client = FixtureClient.from_options(params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30)
+        module.exit_json(
+            changed=False, skipped=True, msg="reproduce plants fixtures; nothing runs under --check"
+        )
+    client = FixtureClient.from_options(
+        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
+    )
     result = CaseRun(client, params).run()
     module.exit_json(changed=True, **result)
+
+
+# ------------------------------------------------------------------ the other modules
+
+
+def run_plan(module):
+    import os
+
+    plan = build_plan(module.params, os.path.exists)
+    module.exit_json(changed=False, plan=plan)
+
+
+def run_identify(module):
+    p = module.params
+    client = FixtureClient.from_options(p.get("kubeconfig"), p.get("context"), p.get("request_timeout") or 30)
+    ident = identify(client, p["kai_namespace"], helm=p.get("helm"))
+    expected = p.get("expected_version")
+    if expected and ident["version"] != expected:
+        raise KaiopsError(
+            "Failed to identify build %s: the binder runs %s (%s); install %s first"
+            % (expected, ident["version"], ident["version_source"], expected),
+            details={"identity": ident},
+        )
+    if not ident["all_rolled_out"]:
+        raise KaiopsError("Failed to identify build %s: KAI's Deployments are still rolling out" % expected,
+                          details={"identity": ident})  # fmt: skip
+    module.exit_json(changed=False, identity=ident)
+
+
+def run_report(module):
+    from datetime import datetime, timezone
+
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import report as R
+
+    p = module.params
+    plan = p["plan"] or {}
+    builds = [dict(b, identity=(p.get("identities") or {}).get(b["version"])) for b in plan.get("builds") or []]
+    results = [r for r in p["results"] if r and not r.get("skipped")]
+    verdict, reasons = R.decide(builds, results, R.expected_cases(plan))
+    if not builds:
+        verdict, reasons = "inconclusive", ["the run was not planned (bad options)"]
+    doc = {
+        "kind": "reproduce",
+        "kai_version": R.target_version(builds),
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "run_id": p["run_id"],
+        "cluster": p["cluster"],
+        "verdict": verdict,
+        "reasons": reasons,
+        "override": p.get("override_reason"),
+        "builds": builds,
+        "cases": results,
+        "interventions": [i for r in results for i in r.get("interventions") or []],
+        "cost": R.cost_section(results, p.get("gpus") or 1, p.get("rate") or 0),
+    }
+    folder, written = write_report(module, [("report.json", doc), ("report.md", R.render_markdown(doc)),
+                                            ("junit.xml", R.render_junit(doc))])  # fmt: skip
+    module.exit_json(changed=bool(written), verdict=verdict, reasons=reasons, kai_version=doc["kai_version"],
+                     files=written, evidence_dir=folder)  # fmt: skip

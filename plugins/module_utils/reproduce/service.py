@@ -21,7 +21,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases im
 CAUSES = (
     ("nil_map_panic", lambda r: NIL_MAP in r),
     ("configmap_cache_lag", lambda r: "not found" in r and "onfigMap" in r),
-    ("capacity", lambda r: "insufficient" in r.lower() or "overlimit" in r.lower() or "no node" in r.lower()),
+    (
+        "capacity",
+        lambda r: "insufficient" in r.lower() or "overlimit" in r.lower() or "no node" in r.lower(),
+    ),
     ("admission", lambda r: "admission webhook" in r or "denied the request" in r),
 )
 
@@ -54,6 +57,8 @@ def pod_history(records, name):
         for key, want in (("running", "Running"), ("succeeded", "Succeeded"), ("failed", "Failed")):
             if phase == want and out[key] is None:
                 out[key] = rec["t"]
+        if phase in ("Succeeded", "Failed") and out["running"] is None:
+            out["running"] = rec["t"]  # it ran between two watch events; no earlier time is known
     return out
 
 
@@ -119,7 +124,7 @@ def workload_observation(records, workload):
     tries = attempts(records["bindrequests"], name)
     submitted = workload.get("submitted_t")
     last = hist["last"] or {}
-    since = (lambda t: round(t - submitted, 3) if t is not None and submitted is not None else None)
+    since = lambda t: round(t - submitted, 3) if t is not None and submitted is not None else None
     cms_after = dict((_meta(o).get("name"), o) for o in workload.get("configmaps_after") or [])
     capabilities = cms_after.get(workload.get("configmap_name")) or {}
     return {
@@ -138,9 +143,15 @@ def workload_observation(records, workload):
         "node": (last.get("spec") or {}).get("nodeName"),
         "phase": (last.get("status") or {}).get("phase"),
         "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
-        "received_resource_type": (_meta(last).get("annotations") or {}).get("received-resource-type"),
+        "received_resource_type": (_meta(last).get("annotations") or {}).get(
+            "received-resource-type"
+        ),
         "pod_bound_condition": next(
-            (c.get("status") for c in (last.get("status") or {}).get("conditions") or [] if c.get("type") == "PodBound"),
+            (
+                c.get("status")
+                for c in (last.get("status") or {}).get("conditions") or []
+                if c.get("type") == "PodBound"
+            ),
             None,
         ),
         "submit_to_bound_s": since(hist["bound"]),
@@ -154,14 +165,21 @@ def workload_observation(records, workload):
 
 
 def _check(name, ok, figure, expected):
-    return {"name": name, "result": "pass" if ok else "fail", "figure": figure, "expected": expected}
+    return {
+        "name": name,
+        "result": "pass" if ok else "fail",
+        "figure": figure,
+        "expected": expected,
+    }
 
 
 def assertions(case, expect, obs, extra):
     """The declared expectation checked against the observations of one case."""
     out = []
     restarts = extra.get("binder_restarts_delta")
-    out.append(_check("binder_not_restarted", restarts == 0, restarts, "0 restarts during the case"))
+    out.append(
+        _check("binder_not_restarted", restarts == 0, restarts, "0 restarts during the case")
+    )
     for w in obs:
         if expect == "reproduces":
             reasons = [a["reason"] or "" for a in w["attempts"] if a["failed_at"] is not None]
@@ -187,10 +205,24 @@ def assertions(case, expect, obs, extra):
                 out.append(_check("%s: ConfigMap owned by the pod" % w["name"], cm["owners"] == [w["uid"]],
                                   cm["owners"], [w["uid"]]))  # fmt: skip
                 if extra.get("probe"):
-                    out.append(_check("%s: probe completed" % w["name"], w["completed"], w["phase"], "Succeeded"))
+                    out.append(
+                        _check(
+                            "%s: probe completed" % w["name"],
+                            w["completed"],
+                            w["phase"],
+                            "Succeeded",
+                        )
+                    )
     if case == "repeat":
         groups = extra.get("groups") or []
-        out.append(_check("pods share one GPU group", len(set(groups)) == 1 and len(groups) >= 2, groups, "one group"))
+        out.append(
+            _check(
+                "pods share one GPU group",
+                len(set(groups)) == 1 and len(groups) >= 2,
+                groups,
+                "one group",
+            )
+        )
         out.append(_check("one reservation pod for the group", extra.get("reservation_pods_for_group") == 1,
                           extra.get("reservation_pods_for_group"), 1))  # fmt: skip
         stale = extra.get("stale_reservations_after_rerun")
@@ -242,7 +274,10 @@ def stale_state(pods, configmaps, reservation_pods):
         group = (meta.get("labels") or {}).get("runai-gpu-group")
         if not group:
             continue
-        if spec.get("nodeName") and (pod.get("status") or {}).get("phase") in ("Running", "Pending"):
+        if spec.get("nodeName") and (pod.get("status") or {}).get("phase") in (
+            "Running",
+            "Pending",
+        ):
             live_groups.add(group)
         elif not spec.get("nodeName"):
             findings.append({"kind": "group_label_on_unbound_pod", "object": "pod %s/%s" % (meta.get("namespace"), meta.get("name")),

@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan of a reproduce run: the options checked and turned into builds and cases. No I/O.
+
+Runs before anything touches a cluster: every bad option is named with its fix, all at
+once. A build's exposure (whether it should fail the nil-data cases) comes from the
+release facts, never from the build's implementation.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+import re
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
+    STATUS_INVALID,
+    KaiopsError,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
+    CASES,
+    DEFAULT_CASES,
+)
+
+VAR = "kai_reproduce_"
+WINDOW = (10, 600)
+CONCURRENCY = (1, 100)
+TAG = re.compile(r"^v\d+\.\d+\.\d+$")
+
+
+def _nearest(name, known):
+    close = difflib.get_close_matches(name, known, n=1)
+    return " (did you mean %s?)" % close[0] if close else ""
+
+
+def chart_for(version, chart_ref):
+    """(chart_ref, chart_version) helm is given for a build.
+
+    A reference with `{version}` is a per-release package (a mirror or a local file, as on the
+    lab); anything else (the official OCI chart by default) is one chart at several versions.
+    """
+    if "{version}" in chart_ref:
+        return chart_ref.replace("{version}", version), None
+    return chart_ref, version
+
+
+def build_plan(params, path_exists):
+    problems = []
+    facts = {r["version"]: r for r in params.get("releases") or []}
+    behaviours = params.get("behaviours") or {}
+    cases = params.get("cases") or list(DEFAULT_CASES)
+    for case in cases:
+        if case not in CASES:
+            problems.append("%scases: unknown case '%s'%s; use some of %s"
+                            % (VAR, case, _nearest(case, list(CASES)), ", ".join(CASES)))  # fmt: skip
+    builds = params.get("builds") or []
+    if not builds:
+        problems.append(
+            "%sbuilds is empty: name the builds to compare, e.g. [%s, %s]"
+            % (
+                VAR,
+                (params.get("pair") or {}).get("pre", "v0.16.13"),
+                (params.get("pair") or {}).get("patched", "v0.16.14"),
+            )
+        )
+    pair = params.get("pair") or {}
+    resolved = []
+    for raw in builds:
+        version = pair.get(raw, raw)
+        if not isinstance(version, str) or not TAG.match(version):
+            problems.append(
+                "%sbuilds: '%s' is not a release tag such as v0.16.14 (or pre/patched)" % (VAR, raw)
+            )
+            continue
+        row = facts.get(version)
+        if row is None:
+            problems.append("%sbuilds: %s has no row in meta/kai_releases.yml%s; add the release there first "
+                            "(its behaviour and source) or pick one of %s"
+                            % (VAR, version, _nearest(version, list(facts)), ", ".join(facts)))  # fmt: skip
+            continue
+        behaviour = behaviours.get(row["configmap_write"]) or {}
+        ref, chart_version = chart_for(version, params.get("chart_ref") or "")
+        if params.get("install"):
+            if not params.get("chart_ref"):
+                problems.append("%schart_ref is empty: set the chart each build installs from "
+                                "(kaiops_kai_chart_ref), or set %sinstall: false" % (VAR, VAR))  # fmt: skip
+            elif (
+                not ref.startswith(("oci://", "http://", "https://"))
+                and "/" in ref
+                and not path_exists(ref)
+            ):
+                problems.append("%sbuilds: %s is not installable - chart package %s does not exist "
+                                "(on the lab: make lab-up publishes the pair's charts)" % (VAR, version, ref))  # fmt: skip
+        resolved.append({
+            "version": version,
+            "exposed": bool(behaviour.get("exposed")),
+            "behaviour": row["configmap_write"],
+            "behaviour_source": row.get("source"),
+            "behaviour_ref": row.get("ref"),
+            "chart_ref": ref,
+            "chart_version": chart_version,
+        })  # fmt: skip
+    if len(set(b["version"] for b in resolved)) != len(resolved):
+        problems.append(
+            "%sbuilds names a build twice: each build runs once, in fresh namespaces" % VAR
+        )
+    for name, (low, high) in (("window_s", WINDOW), ("concurrency", CONCURRENCY)):
+        value = params.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            problems.append(
+                "%s%s must be a whole number in %d..%d, got %r" % (VAR, name, low, high, value)
+            )
+    if params.get("allow_non_disposable") and not (params.get("override_reason") or "").strip():
+        problems.append("%sallow_non_disposable needs %soverride_reason: say why fixtures may be planted "
+                        "on a cluster not marked kaiops.dev/disposable=true (it is recorded)" % (VAR, VAR))  # fmt: skip
+    if "recovery" in cases and not any(b["exposed"] for b in resolved[:-1]):
+        problems.append("%scases has recovery, which needs an exposed build followed by another one in %sbuilds "
+                        "(e.g. [pre, patched])" % (VAR, VAR))  # fmt: skip
+    if problems:
+        raise KaiopsError("Invalid reproduce options: " + "; ".join(problems), status=STATUS_INVALID,
+                          details={"problems": problems})  # fmt: skip
+    ordered = [c for c in DEFAULT_CASES if c in cases and c != "recovery"]
+    return {
+        "builds": resolved,
+        "cases": ordered,
+        "recovery": "recovery" in cases,
+        "window_s": params["window_s"],
+        "concurrency": params["concurrency"],
+        "override": {
+            "allowed": bool(params.get("allow_non_disposable")),
+            "reason": (params.get("override_reason") or "").strip() or None,
+        },  # fmt: skip
+    }
