@@ -1,9 +1,10 @@
-# Python toolchain: one virtualenv per requirements.txt content, kept in KAIOPS_CACHE.
-# Included by the top-level Makefile (which defines KAIOPS_CACHE).
+# Python toolchain: one virtualenv per content of the requirements files, kept in KAIOPS_CACHE.
+# Included by the top-level Makefile (which defines KAIOPS_CACHE). requirements.txt is the
+# collection's runtime requirements (shipped); requirements-dev.txt adds the pinned tools.
 
 PYTHON3 ?= python3.11
-REQUIREMENTS := requirements.txt
-REQ_HASH := $(shell sha256sum $(REQUIREMENTS) | cut -c1-12)
+REQUIREMENTS := requirements-dev.txt
+REQ_HASH := $(shell cat requirements.txt $(REQUIREMENTS) | sha256sum | cut -c1-12)
 VENV := $(KAIOPS_CACHE)/venv-$(REQ_HASH)
 VENV_STAMP := $(VENV)/.kaiops-installed
 
@@ -19,9 +20,9 @@ VENV_ENV := PATH="$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(VENV)"
 
 .PHONY: venv lint unit galaxy-build
 
-venv: $(VENV_STAMP) ## build the Python venv (reused when requirements.txt is unchanged)
+venv: $(VENV_STAMP) ## build the Python venv (reused while the requirements files are unchanged)
 
-# No prerequisite on requirements.txt's mtime: its content hash is in the path already, so
+# No prerequisite on the requirements' mtime: their content hash is in the path already, so
 # a fresh clone (new mtime, same content) reuses the venv.
 $(VENV_STAMP):
 	@mkdir -p "$(KAIOPS_CACHE)"

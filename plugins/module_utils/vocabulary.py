@@ -8,7 +8,9 @@ these names, whatever playbook reads it (``inventories/example/`` sets each of t
 
 - ``VARIABLES``: the ``kaiops_*`` variables, with what each means. A ``kaiops_*`` name that is
   not here is a typo or a name of old; the rollout refuses it, naming the nearest known name
-  (``unknown_variables``), before any cluster is read.
+  (``unknown_variables``), before any cluster is read. Names under another feature's prefix
+  (``kaiops_gpu_access_*``, ``kaiops_reproduce_*``: ``FEATURES``) are that feature's to judge;
+  a feature lists its names here all the same.
 - ``THRESHOLDS``: the one table of ``kaiops_thresholds`` names, each with its kind (the rule
   its value follows) and whether the rollout needs it. Values are numbers; numeric text
   (``"300"``, ``" 300 "``, as ``-e`` gives it) is read as the number it says.
@@ -35,12 +37,23 @@ VARIABLES = {
     "pair.pre of meta/kai_releases.yml)",
     "kaiops_rollout_regression_waiver": "{reason, approved_by} when no passing reproduce report "
     "is in the evidence store",
+    # Installing a KAI build (reproduce.yml).
+    "kaiops_kai_chart_ref": "where the KAI chart of a release is, a reference with {version}",
+    "kaiops_kai_helm_values": "Helm values for installing a KAI build",
     # gpu_access.yml.
     "kaiops_gpu_access_allow_non_disposable": "run the GPU probes on a cluster not marked "
     "disposable",
     "kaiops_gpu_access_require_sharing": "fail unless fractional sharing passed",
     "kaiops_gpu_access_expected_isolation": "the isolation the deployment must enforce",
+    # reproduce.yml.
+    "kaiops_reproduce_placement": "placement (spec) of the reproduction's fixture pods",
+    "kaiops_reproduce_probe_placement": "placement (spec) of the probe that must run to completion",
+    "kaiops_reproduce_window_s": "seconds each case is watched",
+    "kaiops_reproduce_concurrency": "cases run at once",
+    "kaiops_reproduce_gpus": "GPUs the cases may use",
 }
+# Features whose own kaiops_<feature>_* names they judge themselves.
+FEATURES = ("gpu_access", "reproduce", "rollout")
 
 # Names of old, and what replaced them (a name or, for None, the message).
 RENAMED = {
@@ -145,11 +158,16 @@ def nearest_variable(name):
     return keys[found[0]] if found else None
 
 
-def unknown_variables(names):
-    """[(name, message)] for each kaiops_* name that is not in the vocabulary, sorted."""
+def _other_feature(name, feature):
+    return any(name.startswith("kaiops_%s_" % other) for other in FEATURES if other != feature)
+
+
+def unknown_variables(names, feature="rollout"):
+    """[(name, message)] for each kaiops_* name that is not in the vocabulary, sorted; names
+    under another feature's prefix are left to that feature."""
     out = []
     for name in sorted(set(names)):
-        if not name.startswith("kaiops_") or name in VARIABLES:
+        if not name.startswith("kaiops_") or name in VARIABLES or _other_feature(name, feature):
             continue
         if name in RENAMED_NOTE:
             out.append((name, "%s is no longer read: %s" % (name, RENAMED_NOTE[name])))

@@ -366,3 +366,11 @@ def test_a_malformed_request_is_not_well_formed_but_missing_evidence_alone_is():
     gates, _ = judge(request(regression_waiver={}))
     assert [g["gate"] for g in preflight.failed(gates)] == ["regression_evidence"]
     assert pipeline.new_record("c1", {}, gates)["request_well_formed"] is True
+
+
+def test_names_under_another_features_prefix_are_left_to_that_feature():
+    names = ["kaiops_reproduce_not_yet_listed", "kaiops_gpu_access_typo", "kaiops_reprodce_x"]
+    messages = failed_messages(request(variables=names))["variables"]
+    assert "kaiops_reprodce_x" in messages
+    assert "kaiops_reproduce_not_yet_listed" not in messages
+    assert "kaiops_gpu_access_typo" not in messages
