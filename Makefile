@@ -86,9 +86,22 @@ molecule: venv ## Molecule scenarios against the running lab (all of them, then 
 
 drill: venv lab-deps ## bring up the lab and run the main job (rollout.yml) against it
 	$(MAKE) --no-print-directory lab-up
-	@# the lab's kubectl and helm first on PATH; the report's place is printed whatever the verdict
-	@eval "$$($(LAB) env)"; $(VENV_ENV) $(ANSIBLE_PLAYBOOK) rollout.yml; rc=$$?; \
-	echo; echo "report: $(CURDIR)/evidence/latest/report.md (exit status $$rc)"; exit $$rc
+	@# The lab's installed pair goes to the rollout (what make -s kai-versions prints): the version under test,
+	@# kaiops_kai_version, is the pair's patched release; the rollback target,
+	@# kaiops_rollout_rollback_target, the release the lab installed (KAI_VERSION, default pre).
+	@# The lab's kubectl and helm first on PATH. The report's place is printed whatever the
+	@# verdict, from the evidence root option (ansible.cfg [kaiops_evidence] root, read back
+	@# with ansible-config; relative to the folder of ansible.cfg).
+	@eval "$$($(LAB) env)"; eval "$$(PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab.kai versions 2>/dev/null)"; \
+	installed="$(KAI_VERSION)"; \
+	case "$$installed" in ""|pre) installed="$$pre";; patched) installed="$$patched";; none) installed="";; esac; \
+	$(VENV_ENV) $(ANSIBLE_PLAYBOOK) rollout.yml \
+	  $${patched:+-e kaiops_kai_version=$$patched} $${installed:+-e kaiops_rollout_rollback_target=$$installed}; \
+	rc=$$?; \
+	root=$$($(VENV_ENV) $(VENV)/bin/ansible-config dump -t callback kaiops.runbooks.evidence --format json 2>/dev/null \
+	  | $(PY) -c 'import json,sys; print(next(o["value"] for d in json.load(sys.stdin) for v in d.values() for o in v if o["name"] == "root"))'); \
+	case "$$root" in /*) ;; *) root="$(CURDIR)/$$root";; esac; \
+	echo; echo "report: $$root/latest/report.md (exit status $$rc)"; exit $$rc
 
 # Evidence bundles are <UTC start>-<playbook>-<id> folders, so their names sort by time. The one
 # evidence/latest points at is always kept, and nothing else in evidence/ is touched. A lab state
