@@ -14,6 +14,7 @@ Run: make lab-bench   (or: PYTHONPATH=lab python lab/bench.py [--cold] [--idle-s
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
         return float("nan")
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    rank = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))  # nearest rank
     return ordered[rank]
 
 
@@ -81,7 +82,9 @@ def fraction_latencies(lab: Lab, count: int, timeout: float = 300) -> dict:
         for i in range(count)
     ]  # fmt: skip
     submitted = time.monotonic()
-    lab.kubectl("create", "-n", ns, "-f", "-", input_text="\n---\n".join(json.dumps(p) for p in pods))
+    lab.kubectl(
+        "create", "-n", ns, "-f", "-", input_text="\n---\n".join(json.dumps(p) for p in pods)
+    )
     bound, running = {}, {}
     deadline = submitted + timeout
     while len(running) < count and time.monotonic() < deadline:
@@ -103,8 +106,12 @@ def kai_figures(lab: Lab, pods: int) -> list[tuple[str, float, str]]:
     figures = []
     lab.helm("uninstall", kai.RELEASE, "-n", kai.NAMESPACE, "--wait")
     figures.append(("KAI helm install to all rolled out", kai.install(lab, "pre")["seconds"], "s"))
-    figures.append(("make lab-kai switch (pre -> patched)", kai.install(lab, "patched")["seconds"], "s"))
-    figures.append(("make lab-kai switch (patched -> pre)", kai.install(lab, "pre")["seconds"], "s"))
+    figures.append(
+        ("make lab-kai switch (pre -> patched)", kai.install(lab, "patched")["seconds"], "s")
+    )
+    figures.append(
+        ("make lab-kai switch (patched -> pre)", kai.install(lab, "pre")["seconds"], "s")
+    )
     lat = fraction_latencies(lab, pods)
     for what in ("bound", "running"):
         got = lat[what]

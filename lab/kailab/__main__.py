@@ -24,7 +24,10 @@ def _print_kai(lab: Lab) -> None:
         f"version {st['app_version']} ({describe(st['implementation'])}) {st['status']}"
     )
     for d in st["deployments"]:
-        print(f"  {d['name']:<22} ready {d['ready']:<5} {'rolled out' if d['rolled_out'] else 'rolling'}")
+        print(
+            f"  {d['name']:<22} ready {d['ready']:<5} "
+            f"{'rolled out' if d['rolled_out'] else 'rolling'}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,10 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("env", help="print shell exports for eval")
     sub.add_parser("plan", help="print the component commands without running anything")
     k = sub.add_parser("kai", help="install or switch KAI on an up lab through helm")
-    k.add_argument("--version", default=os.environ.get("KAI_VERSION") or None,
-                   help="pre, patched or a release tag of meta/kai_releases.yml (default: pre)")
-    k.add_argument("--bundle", default=os.environ.get("KAI_BUNDLE") or None,
-                   help="a folder with a KAI chart package and images/*.tar (real KAI)")
+    k.add_argument(
+        "--version",
+        default=os.environ.get("KAI_VERSION") or None,
+        help="pre, patched or a release tag of meta/kai_releases.yml (default: pre)",
+    )
+    k.add_argument(
+        "--bundle",
+        default=os.environ.get("KAI_BUNDLE") or None,
+        help="a folder with a KAI chart package and images/*.tar (real KAI)",
+    )
     b = sub.add_parser("kai-bundle", help="export the stand-in as an air-gapped bundle")
     b.add_argument("dest")
     b.add_argument("--version", default=os.environ.get("KAI_VERSION") or None)
@@ -71,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
         elif args.cmd == "kai":
             if not cfg.kubeconfig.exists():
-                raise LabError("Failed to switch KAI: the lab is not up; start it with `make lab-up`")
+                raise LabError(
+                    "Failed to switch KAI: the lab is not up; start it with `make lab-up`"
+                )
             lab.kai_version, lab.kai_bundle = args.version, args.bundle
             result = lab.install_kai()
             print(json.dumps(result))

@@ -147,7 +147,9 @@ class Lab:
                "HELM_CACHE_HOME": str(self.cfg.path("helm", "cache")),
                "HELM_CONFIG_HOME": str(self.cfg.path("helm", "config")),
                "HELM_DATA_HOME": str(self.cfg.path("helm", "data"))}  # fmt: skip
-        proc = subprocess.run([str(helm), *args], capture_output=True, text=True, env=env, check=False)
+        proc = subprocess.run(
+            [str(helm), *args], capture_output=True, text=True, env=env, check=False
+        )
         if check and proc.returncode != 0:
             raise LabError(f"Failed to run helm {' '.join(args[:2])}: {proc.stderr.strip()}")
         return proc

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -34,9 +33,14 @@ CHART_SRC = REPO / "lab" / "charts" / "kai-scheduler"
 STANDIN_REGISTRY = "kaiops.dev/kai-standin"
 # Image names of KAI's chart (kai-contract.md §1.1) that the stand-in chart uses.
 STANDIN_IMAGES = (
-    "admission", "binder", "scheduler", "podgrouper", "podgroupcontroller",
-    "queuecontroller", "resourcereservation",
-)  # fmt: skip
+    "admission",
+    "binder",
+    "scheduler",
+    "podgrouper",
+    "podgroupcontroller",
+    "queuecontroller",
+    "resourcereservation",
+)
 STANDIN_MARK = "+standin"
 IMPLEMENTATION_LABEL = "kaiops.dev/kai-implementation"
 # The fake-gpu-operator part (GPU ids on reservation pods) runs beside KAI, whichever KAI.
@@ -111,10 +115,20 @@ def package_standin_chart(lab, row: dict, out_dir: Path | None = None) -> Path:
         values = chart / "values.yaml"
         text = values.read_text()
         text = text.replace('  release: ""', f'  release: "{row["version"]}"', 1)
-        text = text.replace('  configmapWrite: ""', f'  configmapWrite: "{row["configmap_write"]}"', 1)
+        text = text.replace(
+            '  configmapWrite: ""', f'  configmapWrite: "{row["configmap_write"]}"', 1
+        )
         values.write_text(text)
-        lab.helm("package", str(chart), "--version", version, "--app-version", version,
-                 "-d", str(out_dir))  # fmt: skip
+        lab.helm(
+            "package",
+            str(chart),
+            "--version",
+            version,
+            "--app-version",
+            version,
+            "-d",
+            str(out_dir),
+        )
     built = sorted(out_dir.glob(f"kai-scheduler-{version}*.tgz"))
     if not built:
         raise LabError(f"Failed to package the stand-in chart {version}: no package in {out_dir}")
@@ -164,7 +178,9 @@ def archive_refs(archive: Path) -> list[str]:
         if not refs and "index.json" in names:
             for m in json.load(tar.extractfile("index.json")).get("manifests", []):
                 ann = m.get("annotations") or {}
-                ref = ann.get("io.containerd.image.name") or ann.get("org.opencontainers.image.ref.name")
+                ref = ann.get("io.containerd.image.name") or ann.get(
+                    "org.opencontainers.image.ref.name"
+                )
                 if ref:
                     refs.append(ref)
     return refs
@@ -191,7 +207,9 @@ def bundle_target(bundle: Path) -> Target:
             f"found {len(charts)}"
         )
     if not archives:
-        raise LabError(f"Failed to read KAI bundle {bundle}: no image archives in {bundle}/images/*.tar")
+        raise LabError(
+            f"Failed to read KAI bundle {bundle}: no image archives in {bundle}/images/*.tar"
+        )
     with tarfile.open(charts[0]) as tar:
         member = next((m for m in tar.getmembers() if m.name.endswith("/Chart.yaml")), None)
         if member is None:
@@ -244,14 +262,26 @@ def status_updater_objects(cfg, image: str) -> list[dict]:
     pod_resources = cfg.path("kubelet", "root", "pod-resources")
     meta = {"name": STATUS_NAME, "labels": labels}
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATUS_NAMESPACE, "labels": labels}},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "namespace": STATUS_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": STATUS_NAMESPACE, "labels": labels},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {**meta, "namespace": STATUS_NAMESPACE},
+        },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": f"kaiops-{STATUS_NAME}", "labels": labels},
             "rules": [
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+                {
+                    "apiGroups": [""],
+                    "resources": ["pods"],
+                    "verbs": ["get", "list", "watch", "patch"],
+                },
                 {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
             ],
         },
@@ -259,10 +289,15 @@ def status_updater_objects(cfg, image: str) -> list[dict]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
             "metadata": {"name": f"kaiops-{STATUS_NAME}", "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": f"kaiops-{STATUS_NAME}"},
-            "subjects": [{"kind": "ServiceAccount", "name": STATUS_NAME, "namespace": STATUS_NAMESPACE}],
-        },  # fmt: skip
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": f"kaiops-{STATUS_NAME}",
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": STATUS_NAME, "namespace": STATUS_NAMESPACE}
+            ],
+        },
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -288,21 +323,33 @@ def status_updater_objects(cfg, image: str) -> list[dict]:
                                     "--node-name=$(NODE_NAME)",
                                     "--pod-resources-socket=/pod-resources/kubelet.sock",
                                 ],
-                                "env": [{"name": "NODE_NAME",
-                                         "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                                "env": [
+                                    {
+                                        "name": "NODE_NAME",
+                                        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                                    }
+                                ],
                                 # the kubelet's pod-resources socket is root's
                                 "securityContext": {"runAsUser": 0},
-                                "resources": {"requests": {"cpu": "5m", "memory": "16Mi"},
-                                              "limits": {"memory": "96Mi"}},
-                                "volumeMounts": [{"name": "pod-resources", "mountPath": "/pod-resources"}],
+                                "resources": {
+                                    "requests": {"cpu": "5m", "memory": "16Mi"},
+                                    "limits": {"memory": "96Mi"},
+                                },
+                                "volumeMounts": [
+                                    {"name": "pod-resources", "mountPath": "/pod-resources"}
+                                ],
                             }
                         ],
-                        "volumes": [{"name": "pod-resources",
-                                     "hostPath": {"path": str(pod_resources), "type": "Directory"}}],
+                        "volumes": [
+                            {
+                                "name": "pod-resources",
+                                "hostPath": {"path": str(pod_resources), "type": "Directory"},
+                            }
+                        ],
                     },
                 },
             },
-        },  # fmt: skip
+        },
     ]
 
 
@@ -346,8 +393,15 @@ def wait_rolled_out(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> float:
         raise LabError(f"Failed to find KAI's Deployments in namespace {NAMESPACE}")
     for name in names:
         left = max(1.0, timeout - (time.monotonic() - started))
-        proc = lab.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{name}",
-                           f"--timeout={left:.0f}s", check=False)  # fmt: skip
+        proc = lab.kubectl(
+            "rollout",
+            "status",
+            "-n",
+            NAMESPACE,
+            f"deployment/{name}",
+            f"--timeout={left:.0f}s",
+            check=False,
+        )
         if proc.returncode != 0:
             raise LabError(f"Failed to roll out KAI Deployment {name}: {proc.stderr.strip()}")
     return time.monotonic() - started
@@ -371,26 +425,49 @@ def install(lab, version: str | None = None, bundle: str | None = None) -> dict:
             lab.ensure_kai_images(standin_target(lab, key).images)
     status_image = lab.standin_image_ref(name="gpu-status-updater")
     docs = [runtime_class(), *status_updater_objects(lab.cfg, status_image)]
-    lab.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
-                input_text="\n---\n".join(json.dumps(d) for d in docs))  # fmt: skip
+    lab.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        "-",
+        input_text="\n---\n".join(json.dumps(d) for d in docs),
+    )
     current = helm_release(lab)
     chart_name = target.chart.name.removesuffix(".tgz")
     with tempfile.TemporaryDirectory() as tmp:
         values = _values_file(target.values, Path(tmp))
         if current and current.get("chart") == chart_name and current.get("status") == "deployed":
-            applied = json.loads(lab.helm("get", "values", RELEASE, "-n", NAMESPACE, "-o", "json").stdout or "{}")
+            applied = json.loads(
+                lab.helm("get", "values", RELEASE, "-n", NAMESPACE, "-o", "json").stdout or "{}"
+            )
             if applied == target.values and all(rolled_out(d) for d in deployments(lab)):
-                lab.log(f"  KAI {target.version} ({describe(target.implementation)}) already installed")
+                lab.log(
+                    f"  KAI {target.version} ({describe(target.implementation)}) already installed"
+                )
                 return {"action": "none", "version": target.version, "seconds": 0.0}
         action = "upgrade" if current else "install"
         started = time.monotonic()
-        lab.helm("upgrade", "--install", RELEASE, str(target.chart), "-n", NAMESPACE,
-                 "--create-namespace", "-f", str(values), "--timeout", f"{ROLLOUT_TIMEOUT_S}s")  # fmt: skip
+        lab.helm(
+            "upgrade",
+            "--install",
+            RELEASE,
+            str(target.chart),
+            "-n",
+            NAMESPACE,
+            "--create-namespace",
+            "-f",
+            str(values),
+            "--timeout",
+            f"{ROLLOUT_TIMEOUT_S}s",
+        )
     waited = wait_rolled_out(lab)
     took = time.monotonic() - started
     done = {"install": "installed", "upgrade": "upgraded"}[action]
-    lab.log(f"  KAI {target.version} ({describe(target.implementation)}) {done}, "
-            f"every Deployment rolled out in {took:.1f}s")  # fmt: skip
+    lab.log(
+        f"  KAI {target.version} ({describe(target.implementation)}) {done}, "
+        f"every Deployment rolled out in {took:.1f}s"
+    )
     return {"action": action, "version": target.version, "seconds": took, "rollout_wait": waited}
 
 
@@ -414,7 +491,8 @@ def status(lab) -> dict:
         "deployments": [
             {
                 "name": d["metadata"]["name"],
-                "ready": f"{(d.get('status') or {}).get('readyReplicas', 0)}/{d['spec'].get('replicas', 1)}",
+                "ready": "%s/%s"
+                % ((d.get("status") or {}).get("readyReplicas", 0), d["spec"].get("replicas", 1)),
                 "rolled_out": rolled_out(d),
             }
             for d in deps
@@ -452,8 +530,10 @@ def main(argv: list[str]) -> int:
         print(f"pre={pair['pre']} patched={pair['patched']}")
         for key in ("pre", "patched"):
             row = release_row(pair[key], facts)
-            print(f"note: {key} {row['version']}: {row['configmap_write']} ({row['source']})",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"note: {key} {row['version']}: {row['configmap_write']} ({row['source']})",
+                file=sys.stderr,
+            )
         return 0
     if argv[:1] == ["behaviour"] and len(argv) == 2:
         try:
@@ -468,4 +548,3 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
-

@@ -36,11 +36,12 @@ options:
   phase:
     description:
       - For C(recovery) only - C(plant) leaves the edge case failing on the installed build and
-        keeps its namespace; C(observe) follows the same workloads after the next build was installed.
+        keeps its namespace; C(observe) follows the same workloads once the next build runs.
     type: str
     choices: [plant, observe]
   build:
-    description: The build under test, as identified - C(version), C(exposed) (from the release facts), C(implementation).
+    description:
+      - The build under test - C(version), C(exposed) (from the release facts), C(implementation).
     type: dict
     required: true
   run_id:
@@ -110,7 +111,7 @@ declared:
   returned: success
   type: dict
 observations:
-  description: Per workload, what the watches saw (node, phase, attempts, ConfigMap before and after, latencies).
+  description: Per workload, what the watches saw (node, phase, attempts, ConfigMaps, latencies).
   returned: success
   type: list
   elements: dict
@@ -124,7 +125,7 @@ verdict:
   returned: success
   type: str
 metrics:
-  description: Submissions, affected submissions, submit-to-bound and submit-to-Running with counts, completion, failures by cause.
+  description: Submissions, affected, submit-to-bound and -Running with counts, completion, causes.
   returned: success
   type: dict
 files:
@@ -149,8 +150,19 @@ def argspec():
         AUTH_ARG_SPEC,
         EVIDENCE_ARG_SPEC,
         {
-            "case": {"type": "str", "required": True,
-                     "choices": ["nil_data", "normal_update", "creation", "repeat", "variants", "recovery", "concurrency"]},
+            "case": {
+                "type": "str",
+                "required": True,
+                "choices": [
+                    "nil_data",
+                    "normal_update",
+                    "creation",
+                    "repeat",
+                    "variants",
+                    "recovery",
+                    "concurrency",
+                ],
+            },
             "phase": {"type": "str", "choices": ["plant", "observe"]},
             "build": {"type": "dict", "required": True},
             "run_id": {"type": "str", "required": True},
@@ -167,7 +179,7 @@ def argspec():
             "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
         },
-    )  # fmt: skip
+    )
 
 
 def main():

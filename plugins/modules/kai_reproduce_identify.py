@@ -41,13 +41,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 identity:
-  description: Version (binder image tag), implementation (KAI or KAI stand-in), components, binder flags, GPU sharing, Kubernetes version.
+  description: Version (binder image tag), implementation, components, binder flags, GPU sharing.
   returned: success
   type: dict
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
-from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import AUTH_ARG_SPEC, merge_specs
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    AUTH_ARG_SPEC,
+    merge_specs,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner import run_identify
 

@@ -9,14 +9,14 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: kai_reproduce_plan
-short_description: Check a reproduce run's options and plan its builds and cases, before any cluster call
+short_description: Check a reproduce run's options and plan its builds and cases
 version_added: 0.2.0
 author:
   - kaiops contributors
 description:
   - Checks every option and names each bad one with its fix, all at once; makes no request.
-  - Resolves each build (C(pre), C(patched) or a release tag) against KAI's release facts
-    (C(meta/kai_releases.yml)): its ConfigMap-write behaviour, whether it is exposed to the
+  - Resolves each build (C(pre), C(patched) or a release tag) against KAI's release facts in
+    C(meta/kai_releases.yml) - its ConfigMap-write behaviour, whether it is exposed to the
     nil-data panic, where that fact came from, and the chart helm installs it from.
 options:
   cases:

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: kai_reproduce_report
-short_description: Write the reproduce report (report.json, report.md, junit.xml) into the run's bundle
+short_description: Write the reproduce report (report.json, report.md, junit.xml)
 version_added: 0.2.0
 author:
   - kaiops contributors
@@ -91,7 +91,10 @@ evidence_dir:
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
-from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import EVIDENCE_ARG_SPEC, merge_specs
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner import run_report
 
 

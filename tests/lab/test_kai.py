@@ -13,7 +13,6 @@ import time
 import uuid
 
 import pytest
-
 from kailab import images, kai
 
 KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
@@ -21,8 +20,14 @@ NIL_MAP = "assignment to entry in nil map"
 KEYS = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
 
 
-def fraction_pod(name: str, fraction: str = "0.5", *, real_node: str | None = None,
-                 gated: bool = False, command: list[str] | None = None) -> dict:  # fmt: skip
+def fraction_pod(
+    name: str,
+    fraction: str = "0.5",
+    *,
+    real_node: str | None = None,
+    gated: bool = False,
+    command: list[str] | None = None,
+) -> dict:
     spec: dict = {
         "schedulerName": "kai-scheduler",
         "restartPolicy": "Never",
@@ -70,17 +75,31 @@ def get(kube, *args):
 
 def binder_restarts(kube) -> int:
     pods = kube.json("get", "pods", "-n", kai.NAMESPACE, "-l", "app=binder")["items"]
-    return sum(cs.get("restartCount", 0) for p in pods for cs in p["status"].get("containerStatuses", []))
+    return sum(
+        cs.get("restartCount", 0) for p in pods for cs in p["status"].get("containerStatuses", [])
+    )
 
 
 def watch_bindrequests(kube, namespace: str, until, timeout: float = 40) -> list[dict]:
     """Every version of every BindRequest in the namespace, from a watch, until
     `until(seen)` holds: attempts the scheduler deletes are kept."""
     proc = subprocess.Popen(
-        [kube.bin, f"--kubeconfig={kube.kubeconfig}", "get", "bindrequests", "-n", namespace,
-         "--watch", "-o", "json", "--output-watch-events"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        [
+            kube.bin,
+            f"--kubeconfig={kube.kubeconfig}",
+            "get",
+            "bindrequests",
+            "-n",
+            namespace,
+            "--watch",
+            "-o",
+            "json",
+            "--output-watch-events",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     seen: list[dict] = []
     deadline = time.monotonic() + timeout
     buf = ""
@@ -126,14 +145,18 @@ def admitted(kube, namespace: str, name: str) -> dict:
     return pod
 
 
-def plant_capabilities(kube, namespace: str, pod: dict, data: dict | None,
-                       owner: dict | None = None) -> str:  # fmt: skip
+def plant_capabilities(
+    kube, namespace: str, pod: dict, data: dict | None, owner: dict | None = None
+) -> str:
     """The capabilities ConfigMap <prefix>-0 owned by the pod (or `owner`), before the bind."""
     name = pod["metadata"]["annotations"]["runai/shared-gpu-configmap"] + "-0"
     meta = pod["metadata"]
     owner = owner or {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap",
-          "metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]}}  # fmt: skip
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]},
+    }
     if data is not None:
         cm["data"] = data
     kube("create", "-f", "-", input_text=json.dumps(cm))
@@ -141,8 +164,16 @@ def plant_capabilities(kube, namespace: str, pod: dict, data: dict | None,
 
 
 def lift_gate(kube, namespace: str, name: str) -> None:
-    kube("patch", "pod", name, "-n", namespace, "--type=json",
-         "-p", '[{"op":"remove","path":"/spec/schedulingGates"}]')  # fmt: skip
+    kube(
+        "patch",
+        "pod",
+        name,
+        "-n",
+        namespace,
+        "--type=json",
+        "-p",
+        '[{"op":"remove","path":"/spec/schedulingGates"}]',
+    )
 
 
 def bound(kube, namespace: str, name: str):
@@ -181,8 +212,14 @@ def test_kai_release_is_the_standin_and_says_so(kube, lab, started_with):
     assert st["chart"] == f"kai-scheduler-{started_with}+standin"
     assert st["app_version"] == f"{started_with}+standin"
     names = {d["name"] for d in st["deployments"]}
-    assert {"binder", "admission", "kai-scheduler-default", "pod-grouper", "podgroup-controller",
-            "queue-controller"} <= names  # fmt: skip
+    assert {
+        "binder",
+        "admission",
+        "kai-scheduler-default",
+        "pod-grouper",
+        "podgroup-controller",
+        "queue-controller",
+    } <= names
     assert all(d["rolled_out"] for d in st["deployments"]), st["deployments"]
     config = kube.json("get", "configs.kai.scheduler", "kai-config")
     assert config["spec"]["admission"]["gpuSharing"] is True
@@ -209,15 +246,22 @@ def test_fraction_pod_on_kwok_node_is_mutated_grouped_scheduled_and_bound(kube, 
     assert prefix.startswith("half-") and prefix.endswith("-shared-gpu")
     main = pod["spec"]["containers"][0]
     refs = [(e["name"], e["valueFrom"]["configMapKeyRef"]["name"]) for e in main["env"][-3:]]
-    assert refs == [(k, f"{prefix}-0") for k in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")]
+    assert refs == [
+        (k, f"{prefix}-0") for k in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
+    ]
     assert main["envFrom"][-1]["configMapRef"]["name"] == f"{prefix}-0-evar"
-    volume = next(v for v in pod["spec"]["volumes"] if v.get("configMap", {}).get("name") == f"{prefix}-0")
+    volume = next(
+        v for v in pod["spec"]["volumes"] if v.get("configMap", {}).get("name") == f"{prefix}-0"
+    )
     assert volume["name"] == f"{prefix}-0-vol"
     assert volume["name"] not in {m["name"] for m in main.get("volumeMounts", [])}  # no mount
     assert pod["spec"]["runtimeClassName"] == "nvidia"
     pg = f"pg-half-{pod['metadata']['uid']}"
     assert ann["pod-group-name"] == pg
-    assert kube.json("get", "podgroups.scheduling.run.ai", pg, "-n", namespace)["spec"]["queue"] == "default-queue"
+    assert (
+        kube.json("get", "podgroups.scheduling.run.ai", pg, "-n", namespace)["spec"]["queue"]
+        == "default-queue"
+    )
     br = kube.json("get", "bindrequests.scheduling.run.ai", "half", "-n", namespace)
     assert br["spec"]["receivedResourceType"] == "Fraction"
     assert br["spec"]["receivedGPU"] == {"count": 1, "portion": "0.50"}
@@ -229,41 +273,68 @@ def test_fraction_pod_on_kwok_node_is_mutated_grouped_scheduled_and_bound(kube, 
     cm = kube.json("get", "configmap", f"{prefix}-0", "-n", namespace)
     assert cm["data"]["GPU_PORTION"] == "0.50" and cm["data"]["RUNAI_NUM_OF_GPUS"] == "0.50"
     assert cm["data"]["NVIDIA_VISIBLE_DEVICES"].startswith("GPU-")
-    res = kube.json("get", "pods", "-n", kai.RESERVATION_NAMESPACE, "-l", f"runai-gpu-group={group}")["items"]
+    res = kube.json(
+        "get", "pods", "-n", kai.RESERVATION_NAMESPACE, "-l", f"runai-gpu-group={group}"
+    )["items"]
     assert len(res) == 1
-    assert res[0]["metadata"]["annotations"]["run.ai/reserve_for_gpu_index"] == cm["data"]["NVIDIA_VISIBLE_DEVICES"]
+    assert (
+        res[0]["metadata"]["annotations"]["run.ai/reserve_for_gpu_index"]
+        == cm["data"]["NVIDIA_VISIBLE_DEVICES"]
+    )
     wait_for(lambda: running(kube, namespace, "half"), what="pod half Running on its KWOK node")
-    events = kube.json("get", "events", "-n", namespace, "--field-selector", "involvedObject.name=half")["items"]
+    events = kube.json(
+        "get", "events", "-n", namespace, "--field-selector", "involvedObject.name=half"
+    )["items"]
     reasons = {e["reason"] for e in events}
     assert {"Scheduled", "Bound"} <= reasons, reasons
 
 
 def test_fraction_pod_on_real_node_runs_and_sees_its_share(kube, namespace, lab):
-    script = ["sh", "-c", 'echo "NVD=$NVIDIA_VISIBLE_DEVICES PORTION=$GPU_PORTION N=$RUNAI_NUM_OF_GPUS"; sleep 3600']
-    kube.apply(fraction_pod("onreal", real_node=lab.cfg.node_name, command=script), namespace=namespace)
-    pod = wait_for(lambda: running(kube, namespace, "onreal"), timeout=90, what="pod onreal Running")
+    script = [
+        "sh",
+        "-c",
+        'echo "NVD=$NVIDIA_VISIBLE_DEVICES PORTION=$GPU_PORTION N=$RUNAI_NUM_OF_GPUS"; sleep 3600',
+    ]
+    kube.apply(
+        fraction_pod("onreal", real_node=lab.cfg.node_name, command=script), namespace=namespace
+    )
+    pod = wait_for(
+        lambda: running(kube, namespace, "onreal"), timeout=90, what="pod onreal Running"
+    )
     assert pod["spec"]["nodeName"] == lab.cfg.node_name
     prefix = pod["metadata"]["annotations"]["runai/shared-gpu-configmap"]
     data = kube.json("get", "configmap", f"{prefix}-0", "-n", namespace)["data"]
-    line = wait_for(lambda: kube("logs", "onreal", "-n", namespace, check=False).stdout.strip(), what="probe line")
+    line = wait_for(
+        lambda: kube("logs", "onreal", "-n", namespace, check=False).stdout.strip(),
+        what="probe line",
+    )
     assert line == f"NVD={data['NVIDIA_VISIBLE_DEVICES']} PORTION=0.50 N=0.50"
     group = pod["metadata"]["labels"]["runai-gpu-group"]
-    res = kube.json("get", "pods", "-n", kai.RESERVATION_NAMESPACE, "-l", f"runai-gpu-group={group}")["items"][0]
+    res = kube.json(
+        "get", "pods", "-n", kai.RESERVATION_NAMESPACE, "-l", f"runai-gpu-group={group}"
+    )["items"][0]
     assert res["spec"]["nodeName"] == lab.cfg.node_name
     # on the real node the id is the device the lab's fake device plugin gave the reservation pod
-    assert res["metadata"]["annotations"]["run.ai/reserve_for_gpu_index"] == data["NVIDIA_VISIBLE_DEVICES"]
+    assert (
+        res["metadata"]["annotations"]["run.ai/reserve_for_gpu_index"]
+        == data["NVIDIA_VISIBLE_DEVICES"]
+    )
     node = kube.json("get", "node", lab.cfg.node_name)
     assert int(node["status"]["allocatable"]["nvidia.com/gpu"]) >= 1
 
 
 def test_two_half_pods_share_one_gpu_group_and_one_reservation_pod(kube, namespace):
     kube.apply(fraction_pod("a"), fraction_pod("b"), namespace=namespace)
-    pods = [wait_for(lambda n=n: bound(kube, namespace, n), what=f"pod {n} bound") for n in ("a", "b")]
+    pods = [
+        wait_for(lambda n=n: bound(kube, namespace, n), what=f"pod {n} bound") for n in ("a", "b")
+    ]
     groups = {p["metadata"]["labels"]["runai-gpu-group"] for p in pods}
     assert len(groups) == 1, groups
     assert {p["spec"]["nodeName"] for p in pods} == {pods[0]["spec"]["nodeName"]}
     (group,) = groups
-    res = kube.json("get", "pods", "-n", kai.RESERVATION_NAMESPACE, "-l", f"runai-gpu-group={group}")["items"]
+    res = kube.json(
+        "get", "pods", "-n", kai.RESERVATION_NAMESPACE, "-l", f"runai-gpu-group={group}"
+    )["items"]
     assert len(res) == 1
 
 
@@ -307,7 +378,9 @@ def test_existing_capabilities_configmap_with_nil_data(kube, namespace, lab, sta
 
 
 @pytest.mark.parametrize("version", ["pre", "patched", "v0.16.8"])
-def test_existing_capabilities_configmap_keeps_unrelated_key(kube, namespace, lab, started_with, version):
+def test_existing_capabilities_configmap_keeps_unrelated_key(
+    kube, namespace, lab, started_with, version
+):
     switch(lab, version)
     stale = {k: "stale" for k in KEYS} | {"keep-me": "1"}
     _, cm = gated_with_capabilities(kube, namespace, "upd", stale)
@@ -318,10 +391,17 @@ def test_existing_capabilities_configmap_keeps_unrelated_key(kube, namespace, la
     assert data["GPU_PORTION"] == "0.50" and data["NVIDIA_VISIBLE_DEVICES"].startswith("GPU-")
 
 
-def test_capabilities_configmap_with_another_owner_is_overwritten(kube, namespace, lab, started_with):
+def test_capabilities_configmap_with_another_owner_is_overwritten(
+    kube, namespace, lab, started_with
+):
     """KAI's own behaviour (contract §6.4), recorded and not fixed: the unrelated key goes."""
     other = kube.json("create", "configmap", "other-owner", "-n", namespace)
-    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "other-owner", "uid": other["metadata"]["uid"]}
+    owner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "other-owner",
+        "uid": other["metadata"]["uid"],
+    }
     pod, cm = gated_with_capabilities(kube, namespace, "foreign", {"keep-me": "1"}, owner)
     lift_gate(kube, namespace, "foreign")
     wait_for(lambda: bound(kube, namespace, "foreign"), what="pod foreign bound")
@@ -341,13 +421,17 @@ def test_switch_rolls_the_deployments_and_changes_the_behaviour(kube, lab, start
     after = kai.status(lab)
     assert after["revision"] == before["revision"] + 1
     assert after["app_version"] == f"{kai.resolve(other)}+standin"
-    args = kube.json("get", "deployment", "binder", "-n", kai.NAMESPACE)["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = kube.json("get", "deployment", "binder", "-n", kai.NAMESPACE)["spec"]["template"][
+        "spec"
+    ]["containers"][0]["args"]
     assert f"--standin-configmap-write={kai.release_row(other)['configmap_write']}" in args
     again = switch(lab, other)
     assert again["action"] == "none"  # converged: no second upgrade
 
 
-def test_bundle_path_installs_the_chart_and_images_it_is_given(kube, lab, started_with, tmp_path, namespace):
+def test_bundle_path_installs_the_chart_and_images_it_is_given(
+    kube, lab, started_with, tmp_path, namespace
+):
     bundle = kai.export_bundle(lab, "patched", tmp_path / "bundle")
     assert len(list((bundle / "images").glob("*.tar"))) == len(kai.STANDIN_IMAGES)
     target = kai.bundle_target(bundle)
@@ -360,7 +444,13 @@ def test_bundle_path_installs_the_chart_and_images_it_is_given(kube, lab, starte
     st = kai.status(lab)
     assert st["chart"] == f"kai-scheduler-{kai.resolve('patched')}+standin"
     binder = kube.json("get", "deployment", "binder", "-n", kai.NAMESPACE)
-    assert binder["spec"]["template"]["spec"]["containers"][0]["image"].startswith(kai.MIRROR_REGISTRY + "/")
+    assert binder["spec"]["template"]["spec"]["containers"][0]["image"].startswith(
+        kai.MIRROR_REGISTRY + "/"
+    )
     kube.apply(fraction_pod(f"b-{uuid.uuid4().hex[:4]}"), namespace=namespace)
-    wait_for(lambda: any(p["spec"].get("nodeName") for p in kube.json("get", "pods", "-n", namespace)["items"]),
-             what="a pod bound by the bundle's KAI")  # fmt: skip
+    wait_for(
+        lambda: any(
+            p["spec"].get("nodeName") for p in kube.json("get", "pods", "-n", namespace)["items"]
+        ),
+        what="a pod bound by the bundle's KAI",
+    )

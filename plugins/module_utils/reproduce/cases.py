@@ -63,7 +63,7 @@ CASES = {
         "edge": True,
     },
     "recovery": {
-        "title": "recovery: work left Pending by the edge on the pre-patch build, then the patched build",
+        "title": "recovery: work left Pending by the edge on the pre-patch build, then the fix",
         "workloads": [{"name": "stuck", "configmap": "omitted", "layout": "single"}],
         "edge": True,
         "two_phase": True,
@@ -88,23 +88,38 @@ def declared(case, build):
     """The declaration written before a case runs, in words a change board reads."""
     expect = expectation(case, build["exposed"])
     if expect == "reproduces":
-        what = ("every fixture pod stays Pending with no node; a BindRequest is Failed with a "
-                "reason containing '%s', again on a retry; the binder is not restarted" % NIL_MAP)  # fmt: skip
+        what = (
+            "every fixture pod stays Pending with no node; a BindRequest is Failed with a "
+            "reason containing '%s', again on a retry; the binder is not restarted" % NIL_MAP
+        )
     elif case == "recovery":
-        what = ("the work the pre-patch build left Pending binds on the patched build within the "
-                "window, with no manual step")  # fmt: skip
+        what = (
+            "the work the pre-patch build left Pending binds on the patched build within the "
+            "window, with no manual step"
+        )
     elif case == "concurrency":
         what = "every submission binds; each failure is classified by cause"
     else:
-        what = "every pod gets a node; the capabilities ConfigMap holds the three keys; the binder is not restarted"
+        what = (
+            "every pod gets a node; the capabilities ConfigMap holds the three keys; "
+            "the binder is not restarted"
+        )
         if case == "normal_update":
             what += "; the unrelated key is kept"
         if case == "creation":
             what += "; the ConfigMap is owned by the pod; the probe completes"
         if case == "repeat":
-            what += "; both pods share one GPU group and one reservation pod; the rerun leaves no stale reservation"
-    return {"case": case, "build": build["version"], "expect": expect, "title": CASES[case]["title"],
-            "assertions": what}  # fmt: skip
+            what += (
+                "; both pods share one GPU group and one reservation pod; "
+                "the rerun leaves no stale reservation"
+            )
+    return {
+        "case": case,
+        "build": build["version"],
+        "expect": expect,
+        "title": CASES[case]["title"],
+        "assertions": what,
+    }
 
 
 def configmap_name(prefix, layout):
@@ -112,11 +127,16 @@ def configmap_name(prefix, layout):
     return {"single": prefix + "-0", "second": prefix + "-1", "init": prefix + "-i0"}[layout]
 
 
-def pod_manifest(name, namespace, layout, placement, image, fraction="0.5", gated=True,
-                 probe=False, labels=None):  # fmt: skip
+def pod_manifest(
+    name, namespace, layout, placement, image, fraction="0.5", gated=True, probe=False, labels=None
+):
     """A fraction pod for KAI, held by a scheduling gate until its fixture is planted."""
-    main = {"name": "main", "image": image, "imagePullPolicy": "IfNotPresent",
-            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}  # fmt: skip
+    main = {
+        "name": "main",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+    }
     if probe:
         main["command"] = ["/usr/local/bin/gpuprobe"]
     else:
@@ -146,7 +166,7 @@ def pod_manifest(name, namespace, layout, placement, image, fraction="0.5", gate
             "namespace": namespace,
             "labels": dict(labels or {}),
             "annotations": annotations,
-        },  # fmt: skip
+        },
         "spec": spec,
     }
 

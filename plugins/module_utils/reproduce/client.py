@@ -79,17 +79,19 @@ class FixtureClient(KubeWriter):
             auth_settings=["BearerToken"],
         )
         try:
-            response = self._api.call_api(http_method, url, header_params=headers, body=data,
-                                          _request_timeout=self._timeout)  # fmt: skip
+            response = self._api.call_api(
+                http_method, url, header_params=headers, body=data, _request_timeout=self._timeout
+            )
             text = response.read().decode("utf-8", "replace")
-        except Exception as exc:  # the client raises many kinds; all mean "no log read"
+        except Exception as exc:  # noqa: BLE001 - the client raises many kinds; all mean no log
             raise KaiopsError(
                 "Failed to read %s: %s" % (path, exc),
                 http_status=getattr(exc, "status", None),
             ) from exc
         if not 200 <= response.status < 300:
-            raise KaiopsError("Failed to read %s: HTTP %s" % (path, response.status),
-                              http_status=response.status)  # fmt: skip
+            raise KaiopsError(
+                "Failed to read %s: HTTP %s" % (path, response.status), http_status=response.status
+            )
         return text
 
     def stream(self, path, query, read_timeout):
@@ -101,11 +103,13 @@ class FixtureClient(KubeWriter):
             header_params={"Accept": ACCEPT_JSON},
             auth_settings=["BearerToken"],
         )
-        response = self._api.call_api(http_method, url, header_params=headers,
-                                      _request_timeout=(10, read_timeout))  # fmt: skip
+        response = self._api.call_api(
+            http_method, url, header_params=headers, _request_timeout=(10, read_timeout)
+        )
         if not 200 <= response.status < 300:
-            raise KaiopsError("Failed to watch %s: HTTP %s" % (path, response.status),
-                              http_status=response.status)  # fmt: skip
+            raise KaiopsError(
+                "Failed to watch %s: HTTP %s" % (path, response.status), http_status=response.status
+            )
         return response.response
 
 
@@ -143,8 +147,11 @@ class Recorder(object):
 
     def watch(self, key, api_version, kind, namespace=None, label_selector=None):
         path = self.client.collection_path(api_version, kind, namespace)
-        listing = self.client.get(path, query={"labelSelector": label_selector},
-                                  what="the list of %s %s" % (api_version, kind))  # fmt: skip
+        listing = self.client.get(
+            path,
+            query={"labelSelector": label_selector},
+            what="the list of %s %s" % (api_version, kind),
+        )
         for item in listing.get("items") or []:
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
@@ -159,11 +166,16 @@ class Recorder(object):
 
     def _run(self, key, path, label_selector, version):
         while not self._stop.is_set():
-            query = {"watch": "1", "resourceVersion": version, "labelSelector": label_selector,
-                     "timeoutSeconds": 30, "allowWatchBookmarks": "true"}  # fmt: skip
+            query = {
+                "watch": "1",
+                "resourceVersion": version,
+                "labelSelector": label_selector,
+                "timeoutSeconds": 30,
+                "allowWatchBookmarks": "true",
+            }
             try:
                 resp = self.client.stream(path, query, read_timeout=40)
-            except Exception as exc:  # noted and retried: a watch is an observation, not a gate
+            except Exception as exc:  # noqa: BLE001 - noted and retried: a watch observes, it is no gate
                 self.errors.append("%s: %s" % (key, exc))
                 if self._stop.wait(1.0):
                     return
@@ -190,7 +202,7 @@ class Recorder(object):
                             self._add(key, event.get("type"), obj)
                     if self._stop.is_set():
                         return
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a broken stream is noted and resumed
                 if not self._stop.is_set():
                     self.errors.append("%s: %s" % (key, exc))
             finally:
@@ -202,7 +214,7 @@ class Recorder(object):
             for resp in self._responses:
                 try:
                     resp.shutdown() if hasattr(resp, "shutdown") else resp.close()
-                except Exception:  # closing a finished response may raise; nothing to keep
+                except Exception:  # noqa: BLE001, S110 - closing a finished response may raise
                     pass
         for thread in self._threads:
             thread.join(timeout=5)

@@ -26,8 +26,10 @@ def image_tag(image):
 def identify(client, kai_namespace, helm=None):
     deployments = client.list("apps/v1", "Deployment", kai_namespace)
     if not deployments:
-        raise KaiopsError("Failed to identify KAI in namespace %s: no Deployments there; install KAI "
-                          "first (on the lab: make lab-up)" % kai_namespace)  # fmt: skip
+        raise KaiopsError(
+            "Failed to identify KAI in namespace %s: no Deployments there; install KAI "
+            "first (on the lab: make lab-up)" % kai_namespace
+        )
     components = []
     binder_args = None
     version = None
@@ -39,14 +41,18 @@ def identify(client, kai_namespace, helm=None):
         ) or []
         labels.add((meta.get("labels") or {}).get(IMPLEMENTATION_LABEL))
         status = dep.get("status") or {}
-        components.append({
-            "name": meta.get("name"),
-            "images": [c.get("image") for c in containers],
-            "ready": "%s/%s" % (status.get("readyReplicas", 0), (dep.get("spec") or {}).get("replicas", 1)),
-            "rolled_out": status.get("observedGeneration", 0) >= meta.get("generation", 0)
-            and status.get("updatedReplicas", 0) == (dep.get("spec") or {}).get("replicas", 1)
-            and status.get("availableReplicas", 0) == (dep.get("spec") or {}).get("replicas", 1),
-        })  # fmt: skip
+        components.append(
+            {
+                "name": meta.get("name"),
+                "images": [c.get("image") for c in containers],
+                "ready": "%s/%s"
+                % (status.get("readyReplicas", 0), (dep.get("spec") or {}).get("replicas", 1)),
+                "rolled_out": status.get("observedGeneration", 0) >= meta.get("generation", 0)
+                and status.get("updatedReplicas", 0) == (dep.get("spec") or {}).get("replicas", 1)
+                and status.get("availableReplicas", 0)
+                == (dep.get("spec") or {}).get("replicas", 1),
+            }
+        )
         if meta.get("name") == "binder" and containers:
             binder_args = list(containers[0].get("args") or [])
             version = image_tag(containers[0].get("image"))

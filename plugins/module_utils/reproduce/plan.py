@@ -53,8 +53,10 @@ def build_plan(params, path_exists):
     cases = params.get("cases") or list(DEFAULT_CASES)
     for case in cases:
         if case not in CASES:
-            problems.append("%scases: unknown case '%s'%s; use some of %s"
-                            % (VAR, case, _nearest(case, list(CASES)), ", ".join(CASES)))  # fmt: skip
+            problems.append(
+                "%scases: unknown case '%s'%s; use some of %s"
+                % (VAR, case, _nearest(case, list(CASES)), ", ".join(CASES))
+            )
     builds = params.get("builds") or []
     if not builds:
         problems.append(
@@ -76,32 +78,40 @@ def build_plan(params, path_exists):
             continue
         row = facts.get(version)
         if row is None:
-            problems.append("%sbuilds: %s has no row in meta/kai_releases.yml%s; add the release there first "
-                            "(its behaviour and source) or pick one of %s"
-                            % (VAR, version, _nearest(version, list(facts)), ", ".join(facts)))  # fmt: skip
+            problems.append(
+                "%sbuilds: %s has no row in meta/kai_releases.yml%s; add the release there first "
+                "(its behaviour and source) or pick one of %s"
+                % (VAR, version, _nearest(version, list(facts)), ", ".join(facts))
+            )
             continue
         behaviour = behaviours.get(row["configmap_write"]) or {}
         ref, chart_version = chart_for(version, params.get("chart_ref") or "")
         if params.get("install"):
             if not params.get("chart_ref"):
-                problems.append("%schart_ref is empty: set the chart each build installs from "
-                                "(kaiops_kai_chart_ref), or set %sinstall: false" % (VAR, VAR))  # fmt: skip
+                problems.append(
+                    "%schart_ref is empty: set the chart each build installs from "
+                    "(kaiops_kai_chart_ref), or set %sinstall: false" % (VAR, VAR)
+                )
             elif (
                 not ref.startswith(("oci://", "http://", "https://"))
                 and "/" in ref
                 and not path_exists(ref)
             ):
-                problems.append("%sbuilds: %s is not installable - chart package %s does not exist "
-                                "(on the lab: make lab-up publishes the pair's charts)" % (VAR, version, ref))  # fmt: skip
-        resolved.append({
-            "version": version,
-            "exposed": bool(behaviour.get("exposed")),
-            "behaviour": row["configmap_write"],
-            "behaviour_source": row.get("source"),
-            "behaviour_ref": row.get("ref"),
-            "chart_ref": ref,
-            "chart_version": chart_version,
-        })  # fmt: skip
+                problems.append(
+                    "%sbuilds: %s is not installable - chart package %s does not exist "
+                    "(on the lab: make lab-up publishes the pair's charts)" % (VAR, version, ref)
+                )
+        resolved.append(
+            {
+                "version": version,
+                "exposed": bool(behaviour.get("exposed")),
+                "behaviour": row["configmap_write"],
+                "behaviour_source": row.get("source"),
+                "behaviour_ref": row.get("ref"),
+                "chart_ref": ref,
+                "chart_version": chart_version,
+            }
+        )
     if len(set(b["version"] for b in resolved)) != len(resolved):
         problems.append(
             "%sbuilds names a build twice: each build runs once, in fresh namespaces" % VAR
@@ -113,14 +123,21 @@ def build_plan(params, path_exists):
                 "%s%s must be a whole number in %d..%d, got %r" % (VAR, name, low, high, value)
             )
     if params.get("allow_non_disposable") and not (params.get("override_reason") or "").strip():
-        problems.append("%sallow_non_disposable needs %soverride_reason: say why fixtures may be planted "
-                        "on a cluster not marked kaiops.dev/disposable=true (it is recorded)" % (VAR, VAR))  # fmt: skip
+        problems.append(
+            "%sallow_non_disposable needs %soverride_reason: say why fixtures may be planted "
+            "on a cluster not marked kaiops.dev/disposable=true (it is recorded)" % (VAR, VAR)
+        )
     if "recovery" in cases and not any(b["exposed"] for b in resolved[:-1]):
-        problems.append("%scases has recovery, which needs an exposed build followed by another one in %sbuilds "
-                        "(e.g. [pre, patched])" % (VAR, VAR))  # fmt: skip
+        problems.append(
+            "%scases has recovery, which needs an exposed build followed by another in %sbuilds "
+            "(e.g. [pre, patched])" % (VAR, VAR)
+        )
     if problems:
-        raise KaiopsError("Invalid reproduce options: " + "; ".join(problems), status=STATUS_INVALID,
-                          details={"problems": problems})  # fmt: skip
+        raise KaiopsError(
+            "Invalid reproduce options: " + "; ".join(problems),
+            status=STATUS_INVALID,
+            details={"problems": problems},
+        )
     ordered = [c for c in DEFAULT_CASES if c in cases and c != "recovery"]
     return {
         "builds": resolved,
@@ -131,5 +148,5 @@ def build_plan(params, path_exists):
         "override": {
             "allowed": bool(params.get("allow_non_disposable")),
             "reason": (params.get("override_reason") or "").strip() or None,
-        },  # fmt: skip
+        },
     }

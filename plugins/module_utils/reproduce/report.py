@@ -67,8 +67,11 @@ def decide(builds, results, expected_cases):
                 failed = [c["name"] for c in r["assertions"] if c["result"] != "pass"]
                 if b["exposed"] and key.split("/")[0] in EDGE_CASES:
                     reasons.append(
-                        "the pre-patch build %s did not reproduce the failure in %s (%s): investigate the "
-                        "fixture before declaring the patch validated" % (b["version"], key, "; ".join(failed)))
+                        "the pre-patch build %s did not reproduce the failure in %s (%s): "
+                        "investigate the "
+                        "fixture before declaring the patch validated"
+                        % (b["version"], key, "; ".join(failed))
+                    )
                 else:
                     reasons.append("%s on %s failed: %s" % (key, b["version"], "; ".join(failed)))
     return ("fail" if reasons else "pass"), reasons
@@ -89,10 +92,16 @@ def cost_section(results, gpus, rate):
         for w in r["observations"]:
             bound = w.get("submit_to_bound_s")
             start = offset + Decimal(str(bound)) / 3600 if bound is not None else None
-            workloads.append(cost.Workload(
-                name="%s/%s/%s" % (r["build"]["version"], _key(r), w["name"]),
-                gpus=w.get("gpu_group") or "%s/%s" % (_key(r), w["name"]),
-                portion=Decimal("0.5"), start=start, end=offset + length, submitted=offset))  # fmt: skip
+            workloads.append(
+                cost.Workload(
+                    name="%s/%s/%s" % (r["build"]["version"], _key(r), w["name"]),
+                    gpus=w.get("gpu_group") or "%s/%s" % (_key(r), w["name"]),
+                    portion=Decimal("0.5"),
+                    start=start,
+                    end=offset + length,
+                    submitted=offset,
+                )
+            )
             completed += 1 if w.get("completed") else 0
             waits.append(bound if bound is not None else float(length * 3600))
         held += Decimal(str(r.get("reservation_held_s") or 0)) / 3600
@@ -105,13 +114,25 @@ def cost_section(results, gpus, rate):
     except cost.CostError as exc:
         return {"error": str(exc)}
     waits.sort()
-    queue_age = {"p50_s": waits[len(waits) // 2], "max_s": waits[-1], "count": len(waits)} if waits else None
-    md = cost.render_markdown(rep, completed_valid_jobs=completed, title="Utilisation and cost of the reproduce window")
-    md += ("\nGPU capacity held idle by reservation pods of failed binds: %s GPU-hours (a reservation pod holds "
-           "a whole GPU for as long as its bind keeps failing).\n" % cost.q(held))  # fmt: skip
+    queue_age = (
+        {"p50_s": waits[len(waits) // 2], "max_s": waits[-1], "count": len(waits)}
+        if waits
+        else None
+    )
+    md = cost.render_markdown(
+        rep, completed_valid_jobs=completed, title="Utilisation and cost of the reproduce window"
+    )
+    md += (
+        "\nGPU capacity held idle by reservation pods of failed binds: %s GPU-hours "
+        "(a reservation pod holds "
+        "a whole GPU for as long as its bind keeps failing).\n" % cost.q(held)
+    )
     if queue_age:
-        md += "\nQueue age (submission to bind, never-bound work at its full window): p50 %.3f s, max %.3f s over %d workloads.\n" % (
-            queue_age["p50_s"], queue_age["max_s"], queue_age["count"])
+        md += (
+            "\nQueue age (submission to bind, never-bound work at its full window): "
+            "p50 %.3f s, max %.3f s over %d workloads.\n"
+            % (queue_age["p50_s"], queue_age["max_s"], queue_age["count"])
+        )
     return {
         "gpus": max(1, gpus),
         "window_hours": str(cost.q(offset)),
@@ -119,7 +140,9 @@ def cost_section(results, gpus, rate):
         "busy_gpu_hours": str(rep.busy_gpu_hours),
         "utilisation": None if rep.utilisation is None else str(rep.utilisation),
         "rate": str(rep.rate),
-        "cost_per_busy_gpu_hour": None if rep.cost_per_busy_gpu_hour is None else str(rep.cost_per_busy_gpu_hour),
+        "cost_per_busy_gpu_hour": None
+        if rep.cost_per_busy_gpu_hour is None
+        else str(rep.cost_per_busy_gpu_hour),
         "lost_busy_gpu_hours": str(rep.lost_busy_gpu_hours),
         "reservation_held_gpu_hours": str(held),
         "completed_valid_jobs": completed,
@@ -138,8 +161,10 @@ def _cell(r):
             obs.append("%s bound (%.2fs)" % (w["name"], w["submit_to_bound_s"] or 0))
         else:
             reason = next((a["reason"] for a in w["attempts"] if a.get("reason")), None)
-            obs.append("%s Pending, %d failed attempts%s" % (w["name"], w["failed_attempts"],
-                                                             ", " + reason if reason else ""))  # fmt: skip
+            obs.append(
+                "%s Pending, %d failed attempts%s"
+                % (w["name"], w["failed_attempts"], ", " + reason if reason else "")
+            )
     verdict = "**%s**" % r["verdict"].upper() if r["verdict"] != "pass" else "pass"
     if failed:
         verdict += " (" + "; ".join(c["name"] for c in failed) + ")"
@@ -155,19 +180,47 @@ def render_markdown(doc):
         "",
     ]
     lines += ["- %s" % r for r in doc["reasons"]] + ([""] if doc["reasons"] else [])
-    lines += ["Run `%s`, %s; cluster `%s` (Kubernetes %s)." % (
-        doc["run_id"], doc["generated_at"], doc["cluster"], (builds[0].get("identity") or {}).get("kubernetes_version") if builds else "-"), ""]
+    lines += [
+        "Run `%s`, %s; cluster `%s` (Kubernetes %s)."
+        % (
+            doc["run_id"],
+            doc["generated_at"],
+            doc["cluster"],
+            (builds[0].get("identity") or {}).get("kubernetes_version") if builds else "-",
+        ),
+        "",
+    ]
     if doc.get("override"):
-        lines += ["Cluster not marked disposable; fixtures planted under an override: %s" % doc["override"], ""]
-    lines += ["## Builds", "", "| build | implementation | chart | behaviour (source) | GPU sharing | binder flags |", "|---|---|---|---|---|---|"]
+        lines += [
+            "Cluster not marked disposable; fixtures planted under an override: %s"
+            % doc["override"],
+            "",
+        ]
+    lines += [
+        "## Builds",
+        "",
+        "| build | implementation | chart | behaviour (source) | GPU sharing | binder flags |",
+        "|---|---|---|---|---|---|",
+    ]
     for b in builds:
         ident = b.get("identity") or {}
         helm = ident.get("helm") or {}
-        lines.append("| %s | %s | %s | %s (%s) | %s | %s |" % (
-            b["version"], ident.get("implementation_label", "-"), helm.get("chart", "-"), b["behaviour"],
-            b["behaviour_source"], ident.get("gpu_sharing"), " ".join(ident.get("binder_flags") or [])[:160]))
+        lines.append(
+            "| %s | %s | %s | %s (%s) | %s | %s |"
+            % (
+                b["version"],
+                ident.get("implementation_label", "-"),
+                helm.get("chart", "-"),
+                b["behaviour"],
+                b["behaviour_source"],
+                ident.get("gpu_sharing"),
+                " ".join(ident.get("binder_flags") or [])[:160],
+            )
+        )
     lines += ["", "## Cases, side by side", ""]
-    header = "| case |" + "".join(" %s expected | %s observed | %s verdict |" % ((b["version"],) * 3) for b in builds)
+    header = "| case |" + "".join(
+        " %s expected | %s observed | %s verdict |" % ((b["version"],) * 3) for b in builds
+    )
     lines += [header, "|---|" + "---|---|---|" * len(builds)]
     keys = []
     for r in doc["cases"]:
@@ -176,38 +229,86 @@ def render_markdown(doc):
     for key in keys:
         row = "| %s |" % key
         for b in builds:
-            r = next((x for x in doc["cases"] if _key(x) == key and x["build"]["version"] == b["version"]), None)
+            r = next(
+                (
+                    x
+                    for x in doc["cases"]
+                    if _key(x) == key and x["build"]["version"] == b["version"]
+                ),
+                None,
+            )
             row += " %s | %s | %s |" % _cell(r)
         lines.append(row)
-    lines += ["", "## Metrics (failed and timed-out attempts stay in every denominator)", "",
-              "| build | case | submissions | affected | failed attempts | submit-to-bound p50 / p95 (n of N) | submit-to-Running p50 / p95 (n of N) | completed |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Metrics (failed and timed-out attempts stay in every denominator)",
+        "",
+        "| build | case | submissions | affected | failed attempts "
+        "| submit-to-bound p50 / p95 (n of N) | submit-to-Running p50 / p95 (n of N) | completed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in doc["cases"]:
         m = r["metrics"]
         b, run = m["submit_to_bound"], m["submit_to_running"]
-        lines.append("| %s | %s | %d | %d | %d | %s / %s (%d of %d) | %s / %s (%d of %d) | %d of %d |" % (
-            r["build"]["version"], _key(r), m["submissions"], m["affected_submissions"], m["failed_attempts"],
-            b["p50_s"], b["p95_s"], b["count"], b["of"], run["p50_s"], run["p95_s"], run["count"], run["of"],
-            m["completion"]["completed"], m["completion"]["of"]))
+        lines.append(
+            "| %s | %s | %d | %d | %d | %s / %s (%d of %d) | %s / %s (%d of %d) | %d of %d |"
+            % (
+                r["build"]["version"],
+                _key(r),
+                m["submissions"],
+                m["affected_submissions"],
+                m["failed_attempts"],
+                b["p50_s"],
+                b["p95_s"],
+                b["count"],
+                b["of"],
+                run["p50_s"],
+                run["p95_s"],
+                run["count"],
+                run["of"],
+                m["completion"]["completed"],
+                m["completion"]["of"],
+            )
+        )
     conc = [r for r in doc["cases"] if r["case"] == "concurrency"]
     if conc:
         lines += ["", "## Concurrency (reported apart from the minimal reproduction)", ""]
         for r in conc:
-            lines.append("- %s: %d submissions, failures by cause %s" % (
-                r["build"]["version"], r["metrics"]["submissions"], r["metrics"]["failures_by_cause"] or "none"))
+            lines.append(
+                "- %s: %d submissions, failures by cause %s"
+                % (
+                    r["build"]["version"],
+                    r["metrics"]["submissions"],
+                    r["metrics"]["failures_by_cause"] or "none",
+                )
+            )
     stale = [(r, s) for r in doc["cases"] for s in r.get("stale_state") or []]
     lines += ["", "## Stale state found (listed with evidence; nothing removed)", ""]
-    lines += ["- %s %s: %s - %s" % (r["build"]["version"], _key(r), s["kind"], s["object"] + "; " + s["evidence"]) for r, s in stale] or ["- none"]
+    lines += [
+        "- %s %s: %s - %s"
+        % (r["build"]["version"], _key(r), s["kind"], s["object"] + "; " + s["evidence"])
+        for r, s in stale
+    ] or ["- none"]
     variants = next((r for r in doc["cases"] if r["case"] == "nil_data"), None)
     if variants:
         ident = (variants.get("extra") or {}).get("variants_identical")
-        lines += ["", "`data` omitted and `data: {}` were stored %s by the API server." % ("identically" if ident else "differently")]
+        lines += [
+            "",
+            "`data` omitted and `data: {}` were stored %s by the API server."
+            % ("identically" if ident else "differently"),
+        ]
     tl = next((r for r in doc["cases"] if r.get("timeline")), None)
-    lines += ["", "## Timelines (one workload per case; seconds from the gate lift, controller clock)", ""]
+    lines += [
+        "",
+        "## Timelines (one workload per case; seconds from the gate lift, controller clock)",
+        "",
+    ]
     for r in doc["cases"]:
         for t in (r.get("timeline") or [])[:1]:
             steps = ", ".join("%+.3fs %s" % (s["s"], s["what"]) for s in t["steps"][:8])
-            lines.append("- %s %s `%s`: %s" % (r["build"]["version"], _key(r), t["workload"], steps))
+            lines.append(
+                "- %s %s `%s`: %s" % (r["build"]["version"], _key(r), t["workload"], steps)
+            )
     del tl
     if doc.get("interventions"):
         lines += ["", "## Interventions", ""] + ["- %s" % i for i in doc["interventions"]]
@@ -215,9 +316,17 @@ def render_markdown(doc):
         lines += ["", "Interventions: none (none is applied unless enabled)."]
     if doc.get("cost") and doc["cost"].get("markdown"):
         lines += ["", doc["cost"]["markdown"]]
-    lines += ["", "## Evidence", "", "Per case and build under `cases/<build>/<case>/`: expectation.json (written before the case ran), "
-              "watch-*.jsonl (every version of every pod, BindRequest, ConfigMap and event), binder logs (current and previous), "
-              "configmaps and reservation pods after, observations.json, assertions.json, timeline.json.", ""]
+    lines += [
+        "",
+        "## Evidence",
+        "",
+        "Per case and build under `cases/<build>/<case>/`: expectation.json "
+        "(written before the case ran), "
+        "watch-*.jsonl (every version of every pod, BindRequest, ConfigMap and event), "
+        "binder logs (current and previous), "
+        "configmaps and reservation pods after, observations.json, assertions.json, timeline.json.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -230,9 +339,22 @@ def render_junit(doc):
         body = ""
         if failed:
             failures += 1
-            text = "\n".join("%s: figure %s, expected %s" % (c["name"], c["figure"], c["expected"]) for c in failed)
+            text = "\n".join(
+                "%s: figure %s, expected %s" % (c["name"], c["figure"], c["expected"])
+                for c in failed
+            )
             body = "<failure message=%s>%s</failure>" % (quoteattr(failed[0]["name"]), escape(text))
-        cases.append('<testcase classname="reproduce.%s" name=%s time="%.3f">%s</testcase>' % (
-            r["build"]["version"].replace(".", "_"), quoteattr(name), r.get("duration_s") or 0, body))
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="reproduce" tests="%d" failures="%d">%s'
-            "</testsuite></testsuites>\n" % (len(cases), failures, "".join(cases)))
+        cases.append(
+            '<testcase classname="reproduce.%s" name=%s time="%.3f">%s</testcase>'
+            % (
+                r["build"]["version"].replace(".", "_"),
+                quoteattr(name),
+                r.get("duration_s") or 0,
+                body,
+            )
+        )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<testsuites><testsuite name="reproduce" tests="%d" failures="%d">%s'
+        "</testsuite></testsuites>\n" % (len(cases), failures, "".join(cases))
+    )

@@ -58,8 +58,11 @@ class CaseRun(object):
         self.build = params["build"]
         self.case = params["case"]
         self.writer = EvidenceWriter(params["evidence_dir"]) if params.get("evidence_dir") else None
-        self.folder = "cases/%s/%s%s" % (slug(self.build["version"]), self.case,
-                                          "-" + params["phase"] if params.get("phase") else "")  # fmt: skip
+        self.folder = "cases/%s/%s%s" % (
+            slug(self.build["version"]),
+            self.case,
+            "-" + params["phase"] if params.get("phase") else "",
+        )
         self.namespace = params.get("namespace") or namespace_name(
             params["namespace_prefix"], self.case, self.build["version"], params["run_id"]
         )
@@ -82,8 +85,12 @@ class CaseRun(object):
     # ---------------------------------------------------------------- cluster steps
 
     def create_namespace(self):
-        labels = {CREATED_BY: "reproduce", RUN_LABEL: self.p["run_id"], CASE_LABEL: self.case,
-                  BUILD_LABEL: slug(self.build["version"])}  # fmt: skip
+        labels = {
+            CREATED_BY: "reproduce",
+            RUN_LABEL: self.p["run_id"],
+            CASE_LABEL: self.case,
+            BUILD_LABEL: slug(self.build["version"]),
+        }
         existing = self.client.read("v1", "Namespace", self.namespace)
         if existing is not None:
             theirs = (existing.get("metadata") or {}).get("labels") or {}
@@ -94,10 +101,18 @@ class CaseRun(object):
                     status=STATUS_INVALID,
                 )
             return existing
-        ns = self.client.create({"apiVersion": "v1", "kind": "Namespace",
-                                 "metadata": {"name": self.namespace, "labels": labels}})  # fmt: skip
-        self._wait(lambda: self.client.read("v1", "ServiceAccount", "default", self.namespace), 30,
-                   "the default service account of %s" % self.namespace)  # fmt: skip
+        ns = self.client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": self.namespace, "labels": labels},
+            }
+        )
+        self._wait(
+            lambda: self.client.read("v1", "ServiceAccount", "default", self.namespace),
+            30,
+            "the default service account of %s" % self.namespace,
+        )
         return ns
 
     def _wait(self, read, timeout, what):
@@ -123,8 +138,11 @@ class CaseRun(object):
         return self.client.list("v1", "Pod", self.p["kai_namespace"], label_selector="app=binder")
 
     def restarts(self):
-        return sum(cs.get("restartCount", 0) for pod in self.binder_pods()
-                   for cs in (pod.get("status") or {}).get("containerStatuses") or [])  # fmt: skip
+        return sum(
+            cs.get("restartCount", 0)
+            for pod in self.binder_pods()
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []
+        )
 
     def plant(self, workload):
         """Create one gated fixture pod, its planted ConfigMap, then lift the gate."""
@@ -132,8 +150,16 @@ class CaseRun(object):
         probe = bool(workload.get("probe"))
         placement = self.p["probe_placement"] if probe else self.p["placement"]
         image = self.p["probe_image"] if probe else self.p["image"]
-        pod = C.pod_manifest(workload["name"], self.namespace, workload["layout"], placement, image,
-                             probe=probe, labels=labels, gated=True)  # fmt: skip
+        pod = C.pod_manifest(
+            workload["name"],
+            self.namespace,
+            workload["layout"],
+            placement,
+            image,
+            probe=probe,
+            labels=labels,
+            gated=True,
+        )
         created = self.client.create(pod)
         ann = (created.get("metadata") or {}).get("annotations") or {}
         prefix = ann.get(PREFIX_ANNOTATION)
@@ -143,20 +169,33 @@ class CaseRun(object):
                 "KAI's admission webhook did not mutate it (is GPU sharing on?)"
                 % (self.case, self.namespace, workload["name"], PREFIX_ANNOTATION)
             )
-        state = dict(workload, uid=created["metadata"]["uid"], prefix=prefix,
-                     configmap_name=C.configmap_name(prefix, workload["layout"]),
-                     fixture=workload.get("configmap"))  # fmt: skip
+        state = dict(
+            workload,
+            uid=created["metadata"]["uid"],
+            prefix=prefix,
+            configmap_name=C.configmap_name(prefix, workload["layout"]),
+            fixture=workload.get("configmap"),
+        )
         if workload.get("configmap"):
             cm = C.configmap_manifest(
                 state["configmap_name"], self.namespace, created, workload["configmap"]
             )
             self.client.create(cm)
             stored = self.client.read("v1", "ConfigMap", state["configmap_name"], self.namespace)
-            state["stored"] = {"manifest_data": cm.get("data", "omitted"), "stored_has_data_key": "data" in stored,
-                               "stored_data": stored.get("data"), "object": stored}  # fmt: skip
+            state["stored"] = {
+                "manifest_data": cm.get("data", "omitted"),
+                "stored_has_data_key": "data" in stored,
+                "stored_data": stored.get("data"),
+                "object": stored,
+            }
         state["submitted_t"] = self.clock()
-        self.client.json_patch("v1", "Pod", workload["name"], self.namespace,
-                               [{"op": "remove", "path": "/spec/schedulingGates"}])  # fmt: skip
+        self.client.json_patch(
+            "v1",
+            "Pod",
+            workload["name"],
+            self.namespace,
+            [{"op": "remove", "path": "/spec/schedulingGates"}],
+        )
         return state
 
     def done(self, rec, states, expect):
@@ -213,8 +252,10 @@ class CaseRun(object):
             else:
                 workloads = C.CASES[self.case]["workloads"]
                 if self.case == "concurrency":
-                    workloads = [{"name": "burst-%02d" % i, "configmap": None, "layout": "single"}
-                                 for i in range(self.p["concurrency"])]  # fmt: skip
+                    workloads = [
+                        {"name": "burst-%02d" % i, "configmap": None, "layout": "single"}
+                        for i in range(self.p["concurrency"])
+                    ]
                 for w in workloads:
                     if w.get("after"):
                         first = next(s for s in states if s["name"] == w["after"])
@@ -248,13 +289,25 @@ class CaseRun(object):
             )
         checks = S.assertions(self.case, expect, obs, extra)
         if timed_out:
-            checks.append({"name": "within the window", "result": "fail" if expect != "reproduces" or not all(
-                w["failed_attempts"] for w in obs) else "pass", "figure": "timed out after %ss" % self.p["window_s"],
-                "expected": "every workload reached its outcome"})  # fmt: skip
+            checks.append(
+                {
+                    "name": "within the window",
+                    "result": "fail"
+                    if expect != "reproduces" or not all(w["failed_attempts"] for w in obs)
+                    else "pass",
+                    "figure": "timed out after %ss" % self.p["window_s"],
+                    "expected": "every workload reached its outcome",
+                }
+            )
         if self.case == "recovery" and self.p.get("phase") != "observe":
             # the plant phase only proves the work is stuck; the observe phase is the case
-            checks = [c for c in checks if "nil-map" in c["name"] or c["name"] == "binder_not_restarted"
-                      or "no node" in c["name"]]  # fmt: skip
+            checks = [
+                c
+                for c in checks
+                if "nil-map" in c["name"]
+                or c["name"] == "binder_not_restarted"
+                or "no node" in c["name"]
+            ]
         result = {
             "duration_s": round(self.clock() - started, 3),
             "reservation_held_s": self.reservation_held(final, obs, self.clock()),
@@ -295,7 +348,9 @@ class CaseRun(object):
 
     def reservation_held(self, final, obs, end):
         """Seconds of whole GPUs held by reservation pods of this case's failed attempts."""
-        failed_groups = set(g for w in obs for a in w["attempts"] if a["failed_at"] for g in a["gpu_groups"])
+        failed_groups = set(
+            g for w in obs for a in w["attempts"] if a["failed_at"] for g in a["gpu_groups"]
+        )
         spans = {}
         for r in final["reservations"]:
             meta = r["object"].get("metadata") or {}
@@ -317,10 +372,17 @@ class CaseRun(object):
             group = ((pod or {}).get("metadata", {}).get("labels") or {}).get("runai-gpu-group")
             if group:
                 first_groups.add(group)
-            self.client.request("DELETE", self.client.collection_path("v1", "Pod", self.namespace, st["name"]),
-                                "pod %s/%s" % (self.namespace, st["name"]))  # fmt: skip
+            self.client.request(
+                "DELETE",
+                self.client.collection_path("v1", "Pod", self.namespace, st["name"]),
+                "pod %s/%s" % (self.namespace, st["name"]),
+            )
 
-        held = [r for r in reservations if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups]
+        held = [
+            r
+            for r in reservations
+            if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups
+        ]
 
         def gone():
             res = self.client.list("v1", "Pod", self.p["reservation_namespace"])
@@ -343,12 +405,16 @@ class CaseRun(object):
                     if (r["metadata"].get("labels") or {}).get("runai-gpu-group") in first_groups
                 ]
             )
-        again = [self.plant(dict(w, name=w["name"] + "-again"))
-                 for w in C.CASES[self.case]["workloads"]]  # fmt: skip
+        again = [
+            self.plant(dict(w, name=w["name"] + "-again")) for w in C.CASES[self.case]["workloads"]
+        ]
         self.follow(rec, again, "binds", self.p["window_s"])
         states.extend(again)
-        return {"stale_reservations_after_rerun": stale, "first_groups": sorted(first_groups),
-                "reservation_pods_for_group": len(held)}
+        return {
+            "stale_reservations_after_rerun": stale,
+            "first_groups": sorted(first_groups),
+            "reservation_pods_for_group": len(held),
+        }
 
     def collect(self, rec, states):
         """The watches' records plus a last read of what is there now, and the binder's logs."""
@@ -404,7 +470,7 @@ class CaseRun(object):
             self.write("watch-%s.jsonl" % key, "\n".join(lines) + ("\n" if lines else ""))
 
     def timeline(self, final, states):
-        """Per workload: submission, BindRequests, reservation, bind, start, completion on one clock."""
+        """Per workload: submission, BindRequests, reservation, bind, start, completion."""
         out = []
         for st in states[:1] + [s for s in states[1:] if s.get("probe")]:
             t0 = st.get("submitted_t")
@@ -442,8 +508,11 @@ class CaseRun(object):
                         }
                     )
             hist = S.pod_history(final["pods"], st["name"])
-            for key, what in (("bound", "pod has a node (bound)"), ("running", "container running"),
-                              ("succeeded", "completed")):  # fmt: skip
+            for key, what in (
+                ("bound", "pod has a node (bound)"),
+                ("running", "container running"),
+                ("succeeded", "completed"),
+            ):
                 if hist[key] is not None:
                     steps.append({"s": round(hist[key] - t0, 3), "what": what})
             out.append(
@@ -465,8 +534,11 @@ def S_json(data):
 def run_case(module):
     params = dict(module.params)
     if params["case"] not in C.CASES:
-        raise KaiopsError("Failed to run case %s: unknown; known cases: %s" % (params["case"], ", ".join(C.CASES)),
-                          status=STATUS_INVALID)  # fmt: skip
+        raise KaiopsError(
+            "Failed to run case %s: unknown; known cases: %s"
+            % (params["case"], ", ".join(C.CASES)),
+            status=STATUS_INVALID,
+        )
     if module.check_mode:
         module.exit_json(
             changed=False, skipped=True, msg="reproduce plants fixtures; nothing runs under --check"
@@ -490,7 +562,9 @@ def run_plan(module):
 
 def run_identify(module):
     p = module.params
-    client = FixtureClient.from_options(p.get("kubeconfig"), p.get("context"), p.get("request_timeout") or 30)
+    client = FixtureClient.from_options(
+        p.get("kubeconfig"), p.get("context"), p.get("request_timeout") or 30
+    )
     ident = identify(client, p["kai_namespace"], helm=p.get("helm"))
     expected = p.get("expected_version")
     if expected and ident["version"] != expected:
@@ -500,20 +574,27 @@ def run_identify(module):
             details={"identity": ident},
         )
     if not ident["all_rolled_out"]:
-        raise KaiopsError("Failed to identify build %s: KAI's Deployments are still rolling out" % expected,
-                          details={"identity": ident})  # fmt: skip
+        raise KaiopsError(
+            "Failed to identify build %s: KAI's Deployments are still rolling out" % expected,
+            details={"identity": ident},
+        )
     module.exit_json(changed=False, identity=ident)
 
 
 def run_report(module):
     from datetime import datetime, timezone
 
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+        write_report,
+    )
     from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import report as R
 
     p = module.params
     plan = p["plan"] or {}
-    builds = [dict(b, identity=(p.get("identities") or {}).get(b["version"])) for b in plan.get("builds") or []]
+    builds = [
+        dict(b, identity=(p.get("identities") or {}).get(b["version"]))
+        for b in plan.get("builds") or []
+    ]
     results = [r for r in p["results"] if r and not r.get("skipped")]
     verdict, reasons = R.decide(builds, results, R.expected_cases(plan))
     if not builds:
@@ -532,7 +613,19 @@ def run_report(module):
         "interventions": [i for r in results for i in r.get("interventions") or []],
         "cost": R.cost_section(results, p.get("gpus") or 1, p.get("rate") or 0),
     }
-    folder, written = write_report(module, [("report.json", doc), ("report.md", R.render_markdown(doc)),
-                                            ("junit.xml", R.render_junit(doc))])  # fmt: skip
-    module.exit_json(changed=bool(written), verdict=verdict, reasons=reasons, kai_version=doc["kai_version"],
-                     files=written, evidence_dir=folder)  # fmt: skip
+    folder, written = write_report(
+        module,
+        [
+            ("report.json", doc),
+            ("report.md", R.render_markdown(doc)),
+            ("junit.xml", R.render_junit(doc)),
+        ],
+    )
+    module.exit_json(
+        changed=bool(written),
+        verdict=verdict,
+        reasons=reasons,
+        kai_version=doc["kai_version"],
+        files=written,
+        evidence_dir=folder,
+    )

@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
     CAPABILITY_KEYS,
     NIL_MAP,
@@ -73,9 +75,18 @@ def attempts(records, pod_name):
             continue
         uid = _meta(obj).get("uid")
         if uid not in seen:
-            seen[uid] = {"uid": uid, "first_seen": rec["t"], "first_seen_at": rec["at"], "phases": [],
-                         "reason": None, "failed_at": None, "succeeded_at": None, "deleted_at": None,
-                         "gpu_groups": spec.get("selectedGPUGroups") or [], "node": spec.get("selectedNode")}  # fmt: skip
+            seen[uid] = {
+                "uid": uid,
+                "first_seen": rec["t"],
+                "first_seen_at": rec["at"],
+                "phases": [],
+                "reason": None,
+                "failed_at": None,
+                "succeeded_at": None,
+                "deleted_at": None,
+                "gpu_groups": spec.get("selectedGPUGroups") or [],
+                "node": spec.get("selectedNode"),
+            }
             order.append(uid)
         entry = seen[uid]
         status = obj.get("status") or {}
@@ -100,7 +111,8 @@ def percentile(values, q):
     ordered = sorted(v for v in values if v is not None)
     if not ordered:
         return None
-    rank = max(0, min(len(ordered) - 1, int(round(q / 100.0 * len(ordered) + 0.5)) - 1))
+    # nearest rank: the smallest value with at least q % of the values at or below it
+    rank = max(0, min(len(ordered) - 1, int(math.ceil(q / 100.0 * len(ordered))) - 1))
     return round(ordered[rank], 3)
 
 
@@ -124,7 +136,10 @@ def workload_observation(records, workload):
     tries = attempts(records["bindrequests"], name)
     submitted = workload.get("submitted_t")
     last = hist["last"] or {}
-    since = lambda t: round(t - submitted, 3) if t is not None and submitted is not None else None
+
+    def since(t):
+        return round(t - submitted, 3) if t is not None and submitted is not None else None
+
     cms_after = dict((_meta(o).get("name"), o) for o in workload.get("configmaps_after") or [])
     capabilities = cms_after.get(workload.get("configmap_name")) or {}
     return {
@@ -184,26 +199,67 @@ def assertions(case, expect, obs, extra):
         if expect == "reproduces":
             reasons = [a["reason"] or "" for a in w["attempts"] if a["failed_at"] is not None]
             nil = [r for r in reasons if NIL_MAP in r]
-            out.append(_check("%s: bind failed with the nil-map reason" % w["name"], bool(nil),
-                              (nil or reasons or ["no failed attempt"])[0], "a Failed BindRequest, reason contains '%s'" % NIL_MAP))  # fmt: skip
-            out.append(_check("%s: failure repeats on a retry" % w["name"], len(nil) >= 2,
-                              "%d failed attempts" % len(nil), ">= 2 failed attempts with that reason"))  # fmt: skip
-            out.append(_check("%s: pod has no node" % w["name"], not w["node"], w["node"] or "none",
-                              "no node (PodBound and Bound events are not binds)"))  # fmt: skip
+            out.append(
+                _check(
+                    "%s: bind failed with the nil-map reason" % w["name"],
+                    bool(nil),
+                    (nil or reasons or ["no failed attempt"])[0],
+                    "a Failed BindRequest, reason contains '%s'" % NIL_MAP,
+                )
+            )
+            out.append(
+                _check(
+                    "%s: failure repeats on a retry" % w["name"],
+                    len(nil) >= 2,
+                    "%d failed attempts" % len(nil),
+                    ">= 2 failed attempts with that reason",
+                )
+            )
+            out.append(
+                _check(
+                    "%s: pod has no node" % w["name"],
+                    not w["node"],
+                    w["node"] or "none",
+                    "no node (PodBound and Bound events are not binds)",
+                )
+            )
         else:
-            out.append(_check("%s: pod bound (has a node)" % w["name"], bool(w["node"]), w["node"] or "none",
-                              "a node within the window"))  # fmt: skip
+            out.append(
+                _check(
+                    "%s: pod bound (has a node)" % w["name"],
+                    bool(w["node"]),
+                    w["node"] or "none",
+                    "a node within the window",
+                )
+            )
             cm = w["configmap_after"]
-            out.append(_check("%s: capabilities ConfigMap holds the three keys" % w["name"],
-                              set(CAPABILITY_KEYS) <= set(cm["keys"]), ",".join(cm["keys"]) or "none",
-                              ",".join(CAPABILITY_KEYS)))  # fmt: skip
+            out.append(
+                _check(
+                    "%s: capabilities ConfigMap holds the three keys" % w["name"],
+                    set(CAPABILITY_KEYS) <= set(cm["keys"]),
+                    ",".join(cm["keys"]) or "none",
+                    ",".join(CAPABILITY_KEYS),
+                )
+            )
             if w.get("fixture") == "stale":
                 kept = (cm.get("data") or {}).get("keep-me") == "1"
-                out.append(_check("%s: unrelated key kept" % w["name"], kept,
-                                  (cm.get("data") or {}).get("keep-me"), "keep-me=1"))  # fmt: skip
+                out.append(
+                    _check(
+                        "%s: unrelated key kept" % w["name"],
+                        kept,
+                        (cm.get("data") or {}).get("keep-me"),
+                        "keep-me=1",
+                    )
+                )
             if case == "creation":
-                out.append(_check("%s: ConfigMap owned by the pod" % w["name"], cm["owners"] == [w["uid"]],
-                                  cm["owners"], [w["uid"]]))  # fmt: skip
+                out.append(
+                    _check(
+                        "%s: ConfigMap owned by the pod" % w["name"],
+                        cm["owners"] == [w["uid"]],
+                        cm["owners"],
+                        [w["uid"]],
+                    )
+                )
                 if extra.get("probe"):
                     out.append(
                         _check(
@@ -223,8 +279,14 @@ def assertions(case, expect, obs, extra):
                 "one group",
             )
         )
-        out.append(_check("one reservation pod for the group", extra.get("reservation_pods_for_group") == 1,
-                          extra.get("reservation_pods_for_group"), 1))  # fmt: skip
+        out.append(
+            _check(
+                "one reservation pod for the group",
+                extra.get("reservation_pods_for_group") == 1,
+                extra.get("reservation_pods_for_group"),
+                1,
+            )
+        )
         stale = extra.get("stale_reservations_after_rerun")
         out.append(_check("rerun leaves no stale reservation pod", stale == 0, stale, 0))
     if case == "nil_data" and extra.get("variants_identical") is not None:
@@ -280,15 +342,24 @@ def stale_state(pods, configmaps, reservation_pods):
         ):
             live_groups.add(group)
         elif not spec.get("nodeName"):
-            findings.append({"kind": "group_label_on_unbound_pod", "object": "pod %s/%s" % (meta.get("namespace"), meta.get("name")),
-                             "evidence": "label runai-gpu-group=%s, no node" % group})  # fmt: skip
+            findings.append(
+                {
+                    "kind": "group_label_on_unbound_pod",
+                    "object": "pod %s/%s" % (meta.get("namespace"), meta.get("name")),
+                    "evidence": "label runai-gpu-group=%s, no node" % group,
+                }
+            )
     for res in reservation_pods:
         group = (_meta(res).get("labels") or {}).get("runai-gpu-group")
         if group not in live_groups:
-            findings.append({"kind": "reservation_pod_without_running_work",
-                             "object": "pod %s/%s" % (_meta(res).get("namespace"), _meta(res).get("name")),
-                             "evidence": "group %s has no bound fraction pod; holds one nvidia.com/gpu on %s"
-                             % (group, (res.get("spec") or {}).get("nodeName"))})  # fmt: skip
+            findings.append(
+                {
+                    "kind": "reservation_pod_without_running_work",
+                    "object": "pod %s/%s" % (_meta(res).get("namespace"), _meta(res).get("name")),
+                    "evidence": "group %s has no bound fraction pod; holds one nvidia.com/gpu on %s"
+                    % (group, (res.get("spec") or {}).get("nodeName")),
+                }
+            )
     bound_owner = set(_meta(p).get("uid") for p in pods if (p.get("spec") or {}).get("nodeName"))
     for cm in configmaps:
         name = _meta(cm).get("name", "")
@@ -296,7 +367,12 @@ def stale_state(pods, configmaps, reservation_pods):
             continue
         owners = [o.get("uid") for o in _meta(cm).get("ownerReferences") or []]
         if not set(owners) & bound_owner:
-            findings.append({"kind": "gpu_sharing_configmap_of_unbound_pod",
-                             "object": "configmap %s/%s" % (_meta(cm).get("namespace"), name),
-                             "evidence": "data keys %s; owner not bound" % sorted((cm.get("data") or {}).keys())})  # fmt: skip
+            findings.append(
+                {
+                    "kind": "gpu_sharing_configmap_of_unbound_pod",
+                    "object": "configmap %s/%s" % (_meta(cm).get("namespace"), name),
+                    "evidence": "data keys %s; owner not bound"
+                    % sorted((cm.get("data") or {}).keys()),
+                }
+            )
     return findings

@@ -1,0 +1,327 @@
+"""Reproduce: the plan (options before any cluster call), rules over watches, the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import report as R
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
+
+FACTS = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "meta" / "kai_releases.yml").read_text()
+)
+
+
+def params(**over):
+    base = {
+        "cases": [],
+        "builds": ["pre", "patched"],
+        "chart_ref": "/charts/kai-scheduler-{version}.tgz",
+        "install": True,
+        "window_s": 60,
+        "concurrency": 20,
+        "allow_non_disposable": False,
+        "override_reason": "",
+        "pair": FACTS["pair"],
+        "releases": FACTS["releases"],
+        "behaviours": FACTS["behaviours"],
+    }
+    base.update(over)
+    return base
+
+
+def test_plan_resolves_the_pair_from_the_release_facts():
+    plan = build_plan(params(), lambda p: True)
+    pre, patched = plan["builds"]
+    assert pre["version"] == FACTS["pair"]["pre"] and pre["exposed"] is True
+    assert patched["version"] == FACTS["pair"]["patched"] and patched["exposed"] is False
+    assert (
+        pre["chart_ref"] == "/charts/kai-scheduler-%s.tgz" % pre["version"]
+        and pre["chart_version"] is None
+    )
+    assert plan["recovery"] is True and "recovery" not in plan["cases"]
+
+
+def test_plan_oci_reference_uses_the_build_as_chart_version():
+    plan = build_plan(
+        params(chart_ref="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"), lambda p: False
+    )
+    assert [b["chart_version"] for b in plan["builds"]] == [
+        FACTS["pair"]["pre"],
+        FACTS["pair"]["patched"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "over, expected",
+    [
+        (
+            {"cases": ["nil_dta"]},
+            "kai_reproduce_cases: unknown case 'nil_dta' (did you mean nil_data?)",
+        ),
+        (
+            {"builds": ["v9.9.9"]},
+            "kai_reproduce_builds: v9.9.9 has no row in meta/kai_releases.yml",
+        ),
+        ({"builds": ["latest"]}, "'latest' is not a release tag"),
+        ({"builds": []}, "kai_reproduce_builds is empty"),
+        ({"window_s": 5}, "kai_reproduce_window_s must be a whole number in 10..600, got 5"),
+        ({"window_s": "60"}, "kai_reproduce_window_s must be a whole number"),
+        ({"concurrency": 1000}, "kai_reproduce_concurrency must be a whole number in 1..100"),
+        (
+            {"allow_non_disposable": True},
+            "kai_reproduce_allow_non_disposable needs kai_reproduce_override_reason",
+        ),
+        ({"builds": ["patched"]}, "recovery, which needs an exposed build followed by another"),
+        ({"builds": ["pre", "pre"]}, "names a build twice"),
+        ({"chart_ref": ""}, "kai_reproduce_chart_ref is empty"),
+    ],
+)
+def test_plan_names_each_bad_option_and_its_fix(over, expected):
+    with pytest.raises(KaiopsError) as err:
+        build_plan(params(**over), lambda p: True)
+    assert expected in err.value.msg
+    assert err.value.status == "invalid_input"
+
+
+def test_plan_refuses_a_build_whose_chart_package_is_missing():
+    with pytest.raises(KaiopsError) as err:
+        build_plan(params(), lambda p: False)
+    assert (
+        "is not installable - chart package /charts/kai-scheduler-v0.16.13.tgz does not exist"
+        in err.value.msg
+    )
+
+
+def test_plan_collects_every_problem_at_once():
+    with pytest.raises(KaiopsError) as err:
+        build_plan(params(cases=["x"], window_s=0, concurrency=0), lambda p: True)
+    assert len(err.value.details["problems"]) == 3
+
+
+def rec(t, kind, obj):
+    return {"t": t, "at": "2026-12-01T00:00:%06.3fZ" % t, "type": kind, "object": obj}
+
+
+def br(uid, pod, phase=None, reason=None):
+    obj = {
+        "metadata": {"uid": uid, "name": pod},
+        "spec": {"podName": pod, "selectedGPUGroups": ["g-" + uid]},
+    }
+    if phase:
+        obj["status"] = {"phase": phase, "reason": reason}
+    return obj
+
+
+def pod(name, node=None, phase="Pending", uid="u1"):
+    return {
+        "metadata": {"name": name, "uid": uid, "labels": {}, "annotations": {}},
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
+
+
+NIL = "Internal Error: assignment to entry in nil map"
+
+
+def test_attempts_keep_every_bindrequest_even_deleted_ones():
+    records = [
+        rec(1.0, "ADDED", br("a", "p")),
+        rec(1.1, "MODIFIED", br("a", "p", "Failed", NIL)),
+        rec(2.0, "DELETED", br("a", "p", "Failed", NIL)),
+        rec(2.01, "ADDED", br("b", "p")),
+        rec(2.1, "MODIFIED", br("b", "p", "Failed", NIL)),
+    ]
+    tries = S.attempts(records, "p")
+    assert [t["uid"] for t in tries] == ["a", "b"]
+    assert tries[0]["deleted_at"] == 2.0 and tries[1]["deleted_at"] is None
+    assert {t["cause"] for t in tries} == {"nil_map_panic"}
+
+
+@pytest.mark.parametrize(
+    "reason, cause",
+    [
+        (NIL, "nil_map_panic"),
+        ('plugin gpusharing failed in PreBind: ConfigMap "x-0" not found', "configmap_cache_lag"),
+        ('admission webhook "admission.kai-scheduler.svc" denied the request: no', "admission"),
+        ("something else", "other"),
+    ],
+)
+def test_failures_classified_by_cause(reason, cause):
+    assert S.classify(reason) == cause
+
+
+def observation(records, name="p", submitted=0.5, cm=None):
+    workload = {
+        "name": name,
+        "submitted_t": submitted,
+        "configmap_name": "x-0",
+        "configmaps_after": [cm] if cm else [],
+    }
+    return S.workload_observation(records, workload)
+
+
+def test_a_podbound_condition_or_bound_event_is_never_a_bind():
+    p = pod("p")
+    p["status"]["conditions"] = [{"type": "PodBound", "status": "True"}]
+    records = {
+        "pods": [rec(1.0, "MODIFIED", p)],
+        "bindrequests": [
+            rec(1.0, "MODIFIED", br("a", "p", "Failed", NIL)),
+            rec(2.0, "MODIFIED", br("b", "p", "Failed", NIL)),
+        ],
+    }
+    obs = observation(records)
+    assert (
+        obs["node"] is None
+        and obs["submit_to_bound_s"] is None
+        and obs["pod_bound_condition"] == "True"
+    )
+    checks = S.assertions("nil_data", "reproduces", [obs], {"binder_restarts_delta": 0})
+    assert S.verdict(checks) == "pass"
+    # the same observation fails the patched build's expectation
+    assert (
+        S.verdict(S.assertions("nil_data", "binds", [obs], {"binder_restarts_delta": 0})) == "fail"
+    )
+
+
+def test_binds_expectation_needs_node_keys_and_no_restart():
+    cm = {
+        "metadata": {"name": "x-0", "ownerReferences": [{"uid": "u1"}]},
+        "data": {k: "v" for k in C.CAPABILITY_KEYS} | {"keep-me": "1"},
+    }
+    records = {"pods": [rec(1.0, "MODIFIED", pod("p", "n1", "Running"))], "bindrequests": []}
+    obs = observation(records, cm=cm)
+    obs["fixture"] = "stale"
+    assert obs["submit_to_bound_s"] == 0.5
+    assert (
+        S.verdict(S.assertions("normal_update", "binds", [obs], {"binder_restarts_delta": 0}))
+        == "pass"
+    )
+    assert (
+        S.verdict(S.assertions("normal_update", "binds", [obs], {"binder_restarts_delta": 1}))
+        == "fail"
+    )
+    cm["data"].pop("keep-me")
+    assert (
+        S.verdict(
+            S.assertions(
+                "normal_update",
+                "binds",
+                [observation(records, cm=cm) | {"fixture": "stale"}],
+                {"binder_restarts_delta": 0},
+            )
+        )
+        == "fail"
+    )
+
+
+def test_latency_keeps_missing_attempts_in_the_denominator():
+    got = S.latency([0.2, None, 0.4, None], 4)
+    assert got["count"] == 2 and got["of"] == 4 and got["missing"] == 2 and got["p50_s"] == 0.2
+
+
+def test_stale_state_lists_leftovers_of_a_failed_bind():
+    stuck = pod("p")
+    stuck["metadata"]["labels"] = {"runai-gpu-group": "g"}
+    res = {
+        "metadata": {
+            "name": "gpu-reservation-1",
+            "namespace": "kai-resource-reservation",
+            "labels": {"runai-gpu-group": "g"},
+        },
+        "spec": {"nodeName": "n1"},
+    }
+    cm = {
+        "metadata": {
+            "name": "p-abc-shared-gpu-0",
+            "namespace": "ns",
+            "ownerReferences": [{"uid": "u1"}],
+        }
+    }
+    kinds = [f["kind"] for f in S.stale_state([stuck], [cm], [res])]
+    assert kinds == [
+        "group_label_on_unbound_pod",
+        "reservation_pod_without_running_work",
+        "gpu_sharing_configmap_of_unbound_pod",
+    ]
+
+
+def case_result(case, version, exposed, verdict, phase=None):
+    return {
+        "case": case,
+        "phase": phase,
+        "build": {"version": version, "exposed": exposed},
+        "verdict": verdict,
+        "declared": {"expect": C.expectation(case, exposed)},
+        "assertions": [{"name": "x", "result": verdict, "figure": 1, "expected": 1}],
+        "observations": [],
+        "metrics": S.case_metrics([]),
+        "duration_s": 1.0,
+    }
+
+
+BUILDS = [{"version": "v0.16.13", "exposed": True}, {"version": "v0.16.14", "exposed": False}]
+PLAN = {"builds": BUILDS, "cases": ["nil_data"], "recovery": False}
+
+
+def test_verdict_pass_needs_every_case_on_every_build():
+    results = [
+        case_result("nil_data", "v0.16.13", True, "pass"),
+        case_result("nil_data", "v0.16.14", False, "pass"),
+    ]
+    assert R.decide(BUILDS, results, R.expected_cases(PLAN)) == ("pass", [])
+    assert R.target_version(BUILDS) == "v0.16.14"
+
+
+def test_pre_patch_that_does_not_reproduce_says_investigate_the_fixture():
+    results = [
+        case_result("nil_data", "v0.16.13", True, "fail"),
+        case_result("nil_data", "v0.16.14", False, "pass"),
+    ]
+    verdict, reasons = R.decide(BUILDS, results, R.expected_cases(PLAN))
+    assert (
+        verdict == "fail"
+        and "investigate the fixture before declaring the patch validated" in reasons[0]
+    )
+
+
+def test_a_case_that_did_not_run_is_inconclusive():
+    results = [case_result("nil_data", "v0.16.13", True, "pass")]
+    verdict, reasons = R.decide(BUILDS, results, R.expected_cases(PLAN))
+    assert verdict == "inconclusive" and reasons == ["nil_data on v0.16.14 did not run"]
+
+
+def test_recovery_spans_the_exposed_build_and_the_next():
+    plan = dict(PLAN, recovery=True)
+    assert R.expected_cases(plan) == {
+        "v0.16.13": ["nil_data", "recovery/plant"],
+        "v0.16.14": ["nil_data", "recovery/observe"],
+    }
+
+
+def test_junit_has_one_testcase_per_case_and_build():
+    results = [
+        case_result("nil_data", "v0.16.13", True, "pass"),
+        case_result("nil_data", "v0.16.14", False, "fail"),
+    ]
+    xml = R.render_junit({"cases": results})
+    assert xml.count("<testcase") == 2 and xml.count("<failure") == 1
+
+
+def test_declarations_are_written_in_words_before_the_run():
+    d = C.declared("nil_data", {"version": "v0.16.13", "exposed": True})
+    assert d["expect"] == "reproduces" and C.NIL_MAP in d["assertions"]
+    assert C.declared("nil_data", {"version": "v0.16.14", "exposed": False})["expect"] == "binds"
+
+
+def test_configmap_names_follow_the_container_layout():
+    assert C.configmap_name("p-abc-shared-gpu", "single") == "p-abc-shared-gpu-0"
+    assert C.configmap_name("p-abc-shared-gpu", "second") == "p-abc-shared-gpu-1"
+    assert C.configmap_name("p-abc-shared-gpu", "init") == "p-abc-shared-gpu-i0"
