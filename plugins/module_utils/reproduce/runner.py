@@ -341,7 +341,17 @@ class CaseRun(object):
             self.case == "recovery" and self.p.get("phase") != "observe"
         )
         if not kept:
+            # Gone before the next case: a terminating pod still holds its GPU share, and the
+            # next case's pods would pack around it.
             self.client.delete_namespace(self.namespace)
+            try:
+                self._wait(
+                    lambda: self.client.read("v1", "Namespace", self.namespace) is None,
+                    120,
+                    "namespace %s to be deleted" % self.namespace,
+                )
+            except KaiopsError as exc:
+                result["warnings"] = [str(exc)]
         result["namespace_kept"] = bool(kept)
         result["files"] = list(self.files)
         return result
