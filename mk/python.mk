@@ -31,13 +31,47 @@ $(VENV_STAMP):
 	"$(PY)" -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
 	@touch "$@"
 
-lint: $(VENV_STAMP) ## ruff check, ruff format --check, ansible-lint (production profile)
+lint: $(VENV_STAMP) ## ruff check, ruff format --check, ansible-lint (production profile), ansible-test sanity
 	$(VENV_ENV) $(RUFF) check .
 	$(VENV_ENV) $(RUFF) format --check .
 	$(VENV_ENV) $(ANSIBLE_LINT)
+	$(MAKE) --no-print-directory sanity
 
 unit: $(VENV_STAMP) ## pytest unit tests (no cluster)
 	$(VENV_ENV) $(PYTEST) tests/unit
 
 galaxy-build: $(VENV_STAMP) ## build the kaiops.runbooks collection tarball
 	$(VENV_ENV) $(ANSIBLE_GALAXY) collection build --force .
+
+# ansible-test sanity over the collection as ansible-galaxy builds it (what ships), extracted into
+# ansible_collections/kaiops/runbooks under KAIOPS_CACHE. ansible-test keeps one venv per sanity
+# test in ~/.ansible/test/venv, with its own pinned requirements from PyPI, reused when present.
+SANITY_DIR := $(KAIOPS_CACHE)/sanity
+SANITY_ROOT := $(SANITY_DIR)/ansible_collections/kaiops/runbooks
+ANSIBLE_TEST := $(VENV)/bin/ansible-test
+# ansible-test bootstraps pip in those venvs with a get-pip.py it downloads from
+# ci-files.testing.ansible.com. Where that host cannot be reached, a stand-in in its cache
+# installs the same pip version from the pip wheel on PyPI (pip download), as get-pip.py would.
+SANITY_CACHE := $(HOME)/.ansible/test/cache
+SANITY_PIP = $(shell sed -n "s/^ *pip='\([0-9.]*\)',/\1/p" $(VENV)/lib/python*/site-packages/ansible_test/_internal/python_requirements.py)
+GET_PIP_URL = https://ci-files.testing.ansible.com/ansible-test/get-pip-$(SANITY_PIP).py
+GET_PIP = $(SANITY_CACHE)/get_pip_$(subst .,_,$(SANITY_PIP)).py
+
+.PHONY: sanity
+sanity: $(VENV_STAMP) ## ansible-test sanity over the built collection (part of make lint)
+	@mkdir -p "$(SANITY_CACHE)"
+	@test -f "$(GET_PIP)" || "$(PY)" -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$(GET_PIP_URL)" "$(GET_PIP)" 2>/dev/null || { \
+	  echo "sanity: $(GET_PIP_URL) unreachable; pip $(SANITY_PIP) from PyPI instead"; \
+	  "$(PY)" -m pip download --quiet --disable-pip-version-check --no-deps --dest "$(SANITY_CACHE)" "pip==$(SANITY_PIP)" && \
+	  printf '%s\n' \
+	    '# Stand-in for get-pip.py $(SANITY_PIP), written by make sanity (mk/python.mk): installs pip from its wheel.' \
+	    'import os, runpy, sys' \
+	    'here = os.path.dirname(os.path.abspath(__file__))' \
+	    'sys.path.insert(0, os.path.join(here, "pip-$(SANITY_PIP)-py3-none-any.whl"))' \
+	    'args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]' \
+	    'sys.argv = ["pip", "install", "--upgrade", "--force-reinstall", "--find-links", here] + args' \
+	    'runpy.run_module("pip", run_name="__main__", alter_sys=True)' > "$(GET_PIP)"; }
+	@rm -rf "$(SANITY_DIR)/build" "$(SANITY_ROOT)" && mkdir -p "$(SANITY_DIR)/build" "$(SANITY_ROOT)"
+	@$(VENV_ENV) $(ANSIBLE_GALAXY) collection build --force --output-path "$(SANITY_DIR)/build" . >/dev/null
+	@tar -xzf "$(SANITY_DIR)"/build/kaiops-runbooks-*.tar.gz -C "$(SANITY_ROOT)"
+	cd "$(SANITY_ROOT)" && $(VENV_ENV) $(ANSIBLE_TEST) sanity --venv --python $(PYTHON3:python%=%) --color no

@@ -12,7 +12,7 @@ type: notification
 short_description: Leave a hashed evidence bundle for every playbook run
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Creates one folder per run, C(<root>/<UTC timestamp>-<playbook>-<id>/), never reused, and
     points C(<root>/latest) at it.

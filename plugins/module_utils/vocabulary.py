@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import math
 
 VARIABLES = {
     # Reaching the cluster (every playbook).
@@ -132,7 +133,7 @@ def as_number(value):
                 number = cast(text)
             except ValueError:
                 continue
-            if number != number or number in (float("inf"), float("-inf")):
+            if math.isnan(number) or math.isinf(number):
                 return value, False
             return (int(number) if cast is float and number == int(number) else number), True
     return value, False

@@ -12,7 +12,7 @@ module: kai_gpu_access_report
 short_description: Judge the GPU-access cases and write gpu_access.json and gpu_access.md
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Takes the GPU-access cases with the expectation declared for each before it ran, the
     probe pods (as read from the API) with their logs (the probe's JSON line), and the nodes
@@ -23,6 +23,7 @@ description:
     observations, apart from the verdicts.
   - Touches no cluster. Never replaces a file.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
 options:
   cluster:

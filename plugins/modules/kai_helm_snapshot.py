@@ -12,7 +12,7 @@ module: kai_helm_snapshot
 short_description: Record a Helm release's revision, history and values in the run's evidence folder
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Runs C(helm history) and C(helm get values --revision <current>) (read-only) and writes
     C(snapshots/<name>/values.json), C(history.json) and C(release.json) into the run's evidence
@@ -21,6 +21,7 @@ description:
     C(**REDACTED**) before they are written; their paths are returned in RV(redacted).
     The values themselves are never returned in the task result.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
 options:
   name:

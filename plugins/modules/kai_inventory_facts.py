@@ -12,7 +12,7 @@ module: kai_inventory_facts
 short_description: Read what KAI Scheduler runs on a cluster and whether it is exposed
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Reads, without changing anything, the Kubernetes server version; the KAI install in
     O(namespace) (Deployments with images, tags, ready replicas and container restarts; the
@@ -38,6 +38,7 @@ description:
     an input is wrong (V(invalid_input)); a bad O(affected_range) or kubeconfig fails before any
     request.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
   cluster:
@@ -141,6 +142,13 @@ inventory:
         version_in_range: true
         path_in_use: true
         gpu_sharing_enabled: true
+    restart_threshold:
+      description: O(restart_threshold) as given, or null.
+      type: int
+    restart_threshold_exceeded:
+      description: Components whose containers restarted more than O(restart_threshold) times.
+      type: list
+      elements: str
     access:
       description: Per section read, V(ok), V(forbidden) or V(absent) (API not served).
       type: dict

@@ -12,7 +12,7 @@ module: kai_inventory_report
 short_description: Write the multi-cluster KAI inventory into the run's evidence folder
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Takes the per-cluster inventories (as returned by M(kaiops.runbooks.kai_inventory_facts), or
     a failure record with C(status) and C(error)) and writes C(inventory.json) and
@@ -21,6 +21,7 @@ description:
     inventoried, and the exposed clusters.
   - Touches no cluster. Never replaces a file, so a second report in the same run fails.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
 options:
   clusters:

@@ -12,7 +12,7 @@ module: kai_recovery_apply
 short_description: Apply the enabled recovery steps to the objects found, recording each first
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Plans one intervention per object found by M(kaiops.runbooks.kai_recovery_facts) for each
     step in O(steps) only. A step not listed plans nothing and changes nothing.
@@ -31,6 +31,7 @@ description:
   - Fails, changing nothing, when there is something to apply and no evidence folder to record
     it in.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.evidence
 options:

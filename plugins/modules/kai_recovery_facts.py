@@ -12,7 +12,7 @@ module: kai_recovery_facts
 short_description: Find work left pending by failed KAI binds, and observe whether it recovers
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Reads, without changing anything, one LIST per kind (Pods, ConfigMaps, KAI BindRequests
     C(scheduling.run.ai/v1alpha2)), the binder Deployment and namespace kube-system, and returns
@@ -36,6 +36,7 @@ description:
   - With O(baseline), also judges each earlier finding recovered, not recovered or not
     applicable (RV(observation)).
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
   cluster:
@@ -139,6 +140,23 @@ observation:
       C(read_at), C(elapsed_s).
   returned: when baseline is given
   type: dict
+  contains:
+    outcomes:
+      description: Per baseline finding, C(finding), C(verdict), C(at), C(why), C(read_at).
+      type: list
+      elements: dict
+    pending:
+      description: Findings not recovered yet.
+      type: int
+    summary:
+      description: Counts by verdict.
+      type: dict
+    read_at:
+      description: When the cluster was read (UTC).
+      type: str
+    elapsed_s:
+      description: Seconds since O(observe_started_at).
+      type: float
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module

@@ -12,7 +12,7 @@ module: kai_recovery_report
 short_description: Write recovery.json and recovery.md into the run's evidence folder
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - From each cluster's C(kai_recovery__output) - findings with classification and evidence,
     interventions (recorded, then applied), the observation's verdicts - writes C(recovery.json)
@@ -22,6 +22,7 @@ description:
     existing damage) (what was found, applied and recovered).
   - Touches no cluster.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
 options:
   clusters:

@@ -12,7 +12,7 @@ module: kai_rollout_report
 short_description: Write the rollout report (report.json, report.md, junit.xml) as evidence
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Takes the change request and, per cluster, its rollout record (the gates, the steps with
     their status C(done), C(failed), C(not_run) and reason, and the evidence paths, as

@@ -12,7 +12,7 @@ module: kai_snapshot
 short_description: Capture sets of Kubernetes objects into the run's evidence folder
 version_added: 0.1.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Reads one or more selections of objects (kind, apiVersion, namespace, label and field
     selectors) with one LIST request per selection, plus one discovery request per apiVersion;
@@ -27,6 +27,7 @@ description:
   - If C(snapshots/<name>) already exists in the run's folder the module writes to
     C(snapshots/<name>-2) (then C(-3) and so on); files are never replaced.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.evidence
 options:

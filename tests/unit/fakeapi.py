@@ -29,7 +29,7 @@ CORE_GROUPS = ("v1", "apps/v1")
 
 def _match_labels(selector, labels):
     for clause in filter(None, (selector or "").split(",")):
-        key, _, value = clause.partition("=")
+        key, _unused, value = clause.partition("=")
         if labels.get(key) != value:
             return False
     return True
@@ -37,7 +37,7 @@ def _match_labels(selector, labels):
 
 def _match_fields(selector, obj):
     for clause in filter(None, (selector or "").split(",")):
-        key, _, value = clause.partition("=")
+        key, _unused, value = clause.partition("=")
         current = obj
         for part in key.split("."):
             current = (current or {}).get(part)

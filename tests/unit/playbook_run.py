@@ -46,5 +46,6 @@ def run_playbook(tmp_path, playbook, inventory, *args, path_first=None, env_extr
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
     return done, os.path.realpath(tmp_path / "evidence" / "latest")

@@ -171,18 +171,18 @@ def test_rule_whole_gpu_passes_and_says_no_gpu_present():
 )
 def test_rule_whole_gpu_fails_on_wrong_devices_failure_or_bad_check(pod_kw, log_kw, reason):
     r = rec("whole-gpu", "whole_gpu", log=probe_line("whole-gpu", **log_kw), **pod_kw)
-    verdict, observed, _ = ga.rule_whole_gpu([r], CONTEXT)
+    verdict, observed, _unused = ga.rule_whole_gpu([r], CONTEXT)
     assert verdict == ga.FAILED and reason in observed
 
 
 def test_rule_whole_gpu_on_a_real_gpu_requires_the_driver_to_show_the_allocated_device():
     gpu = {"gpu_present": True, "devices": [{"index": 0, "name": "H200", "uuid": DEV_B}]}
     r = rec("whole-gpu", "whole_gpu", log=probe_line("whole-gpu", **gpu))
-    verdict, observed, _ = ga.rule_whole_gpu([r], CONTEXT)
+    verdict, observed, _unused = ga.rule_whole_gpu([r], CONTEXT)
     assert verdict == ga.FAILED and "the driver shows" in observed
     gpu["devices"][0]["uuid"] = DEV_A
     r = rec("whole-gpu", "whole_gpu", log=probe_line("whole-gpu", **gpu))
-    verdict, _, observations = ga.rule_whole_gpu([r], CONTEXT)
+    verdict, _unused, observations = ga.rule_whole_gpu([r], CONTEXT)
     assert verdict == ga.PASSED and observations == ["observation: GPU used (H200)"]
 
 
@@ -200,13 +200,13 @@ def test_rule_concurrent_passes_with_distinct_devices_that_overlap():
 
 
 def test_rule_concurrent_fails_when_both_see_one_device():
-    verdict, observed, _ = ga.rule_concurrent(concurrent_pair(dev_b=DEV_A), CONTEXT)
+    verdict, observed, _unused = ga.rule_concurrent(concurrent_pair(dev_b=DEV_A), CONTEXT)
     assert verdict == ga.FAILED and "shared a device" in observed
 
 
 def test_rule_concurrent_fails_when_the_probes_did_not_overlap():
     pair = concurrent_pair(b_start="2026-11-30T07:54:07Z", b_end="2026-11-30T07:54:15Z")
-    verdict, observed, _ = ga.rule_concurrent(pair, CONTEXT)
+    verdict, observed, _unused = ga.rule_concurrent(pair, CONTEXT)
     assert verdict == ga.FAILED and "did not overlap" in observed
 
 
@@ -214,7 +214,7 @@ def test_rule_fractional_sharing_is_not_run_without_kai():
     ctx = dict(
         CONTEXT, skipped={"fractional_sharing": "KAI Scheduler is not installed on this cluster"}
     )
-    verdict, observed, _ = ga.rule_fractional_sharing([], ctx)
+    verdict, observed, _unused = ga.rule_fractional_sharing([], ctx)
     assert verdict == ga.NOT_RUN
     assert observed == "not run: KAI Scheduler is not installed on this cluster"
 
@@ -231,7 +231,7 @@ def sharing_pair(portion_b="0.5", dev_b=DEV_A):
 
 
 def test_rule_fractional_sharing_passes_on_one_shared_device_with_the_portion():
-    verdict, observed, _ = ga.rule_fractional_sharing(sharing_pair(), CONTEXT)
+    verdict, observed, _unused = ga.rule_fractional_sharing(sharing_pair(), CONTEXT)
     assert verdict == ga.PASSED, observed
     assert "GPU_PORTION 0.5" in observed
 
@@ -241,14 +241,14 @@ def test_rule_fractional_sharing_passes_on_one_shared_device_with_the_portion():
     [({"portion_b": "1"}, "GPU_PORTION '1'"), ({"dev_b": DEV_B}, "did not share one device")],
 )
 def test_rule_fractional_sharing_fails_on_wrong_portion_or_separate_devices(kw, reason):
-    verdict, observed, _ = ga.rule_fractional_sharing(sharing_pair(**kw), CONTEXT)
+    verdict, observed, _unused = ga.rule_fractional_sharing(sharing_pair(**kw), CONTEXT)
     assert verdict == ga.FAILED and reason in observed
 
 
 @pytest.mark.parametrize("value", [None, "", "void", "none"])
 def test_rule_policy_denial_passes_when_the_outsider_gets_no_device(value):
     outsider = rec("outsider", "policy_denial", log=probe_line("outsider", value), gpu=None)
-    verdict, observed, _ = ga.rule_policy_denial([outsider], CONTEXT)
+    verdict, observed, _unused = ga.rule_policy_denial([outsider], CONTEXT)
     assert verdict == ga.PASSED and "no GPU request" in observed
 
 
@@ -256,7 +256,7 @@ def test_rule_policy_denial_fails_when_the_outsider_sees_devices():
     # What the role's self-test injects: the outsider sets NVIDIA_VISIBLE_DEVICES itself.
     log = probe_line("outsider", "GPU-injected-by-test")
     outsider = rec("outsider", "policy_denial", log=log, gpu=None)
-    verdict, observed, _ = ga.rule_policy_denial([outsider], CONTEXT)
+    verdict, observed, _unused = ga.rule_policy_denial([outsider], CONTEXT)
     assert verdict == ga.FAILED
     assert "outside the policy but saw devices ['GPU-injected-by-test']" in observed
 
@@ -264,13 +264,13 @@ def test_rule_policy_denial_fails_when_the_outsider_sees_devices():
 def test_rule_policy_denial_fails_when_the_driver_shows_the_outsider_a_gpu():
     log = probe_line("outsider", None, gpu_present=True, devices=[{"uuid": DEV_A, "name": "H200"}])
     outsider = rec("outsider", "policy_denial", log=log, gpu=None)
-    verdict, observed, _ = ga.rule_policy_denial([outsider], CONTEXT)
+    verdict, observed, _unused = ga.rule_policy_denial([outsider], CONTEXT)
     assert verdict == ga.FAILED and "driver showed it a GPU" in observed
 
 
 def test_rule_policy_denial_fails_when_access_was_not_observed():
     outsider = rec("outsider", "policy_denial", log="", gpu=None, phase="Failed", exit_code=2)
-    verdict, observed, _ = ga.rule_policy_denial([outsider], CONTEXT)
+    verdict, observed, _unused = ga.rule_policy_denial([outsider], CONTEXT)
     assert verdict == ga.FAILED and "access was not observed" in observed
 
 
@@ -280,7 +280,7 @@ def test_rule_contention_without_a_gpu_is_an_observation_not_a_measurement():
         rec("contention-a", "contention", log=probe_line("contention-a", DEV_A, **alloc)),
         rec("contention-b", "contention", log=probe_line("contention-b", DEV_B, **alloc)),
     ]
-    verdict, _, observations = ga.rule_contention(pods, CONTEXT)
+    verdict, _unused, observations = ga.rule_contention(pods, CONTEXT)
     assert verdict == ga.PASSED
     assert observations[0].startswith("observation: memory contention not observable without a GPU")
     assert any("separate devices" in o for o in observations)
@@ -294,7 +294,7 @@ def test_rule_contention_on_a_gpu_records_what_each_allocation_got():
         rec(n, "contention", log=probe_line(n, DEV_A, alloc=dict(got), **over))
         for n in ("contention-a", "contention-b")
     ]
-    verdict, _, observations = ga.rule_contention(pods, CONTEXT)
+    verdict, _unused, observations = ga.rule_contention(pods, CONTEXT)
     assert verdict == ga.PASSED
     assert (
         "observation: contention-a got 50000 of 90000 MiB (satisfied False, error: "
@@ -328,7 +328,7 @@ def test_rule_isolation_asserts_the_expected_isolation():
     assert verdict == ga.PASSED
     assert observed.startswith("assertion: kai_gpu_access_expected_isolation=none")
     assert observations[0].startswith("observation: isolation enforced: none: fake devices")
-    verdict, observed, _ = ga.rule_isolation([], dict(CONTEXT, expected_isolation="mig"))
+    verdict, observed, _unused = ga.rule_isolation([], dict(CONTEXT, expected_isolation="mig"))
     assert verdict == ga.FAILED and "asked to enforce mig, the deployment enforces none" in observed
 
 
@@ -407,7 +407,7 @@ def test_cost_section_counts_the_probes_gpu_time_in_the_window():
 def test_cost_section_pads_the_pool_with_unused_devices_of_the_node():
     node = lab_node()
     node["status"]["allocatable"]["nvidia.com/gpu"] = "4"
-    figures, _ = ga.cost_section(
+    figures, _unused = ga.cost_section(
         [rec("whole-gpu", "whole_gpu")], [node], "2026-11-30T07:53:58Z", "2026-11-30T07:54:06Z", "3"
     )
     assert figures["gpus"] == 4 and figures["utilisation"] == "0.25"

@@ -84,7 +84,7 @@ def test_gpu_access_refuses_a_cluster_not_marked_disposable(tmp_path):
 def test_gpu_access_validates_options_before_any_request(tmp_path):
     api = start([kube_system({"kaiops.dev/disposable": "true"})])
     try:
-        done, _ = run_playbook(
+        done, _unused = run_playbook(
             tmp_path,
             api.kubeconfig(tmp_path / "kubeconfig"),
             "-e",

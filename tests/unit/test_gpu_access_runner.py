@@ -54,7 +54,7 @@ def run(fake_module, p, **kw):
 
 
 def test_run_gpu_access_report_writes_json_and_markdown(fake_module, tmp_path):
-    _, result = run(fake_module, params(str(tmp_path)))
+    _unused, result = run(fake_module, params(str(tmp_path)))
     assert result["changed"] is False
     assert result["files"] == ["gpu_access.json", "gpu_access.md"]
     document = json.loads((tmp_path / "gpu_access.json").read_text())
@@ -73,14 +73,16 @@ def test_run_gpu_access_report_writes_json_and_markdown(fake_module, tmp_path):
 def test_run_gpu_access_report_fails_the_summary_when_the_outsider_sees_devices(
     fake_module, tmp_path
 ):
-    _, result = run(fake_module, params(str(tmp_path), outsider_devices="GPU-injected-by-test"))
+    _unused, result = run(
+        fake_module, params(str(tmp_path), outsider_devices="GPU-injected-by-test")
+    )
     assert result["summary"]["outcome"] == "failed"
     assert result["summary"]["failed_cases"] == ["policy_denial"]
     assert "**FAILED**" in (tmp_path / "gpu_access.md").read_text()
 
 
 def test_run_gpu_access_report_writes_under_check_mode(fake_module, tmp_path):
-    _, result = run(fake_module, params(str(tmp_path)), check_mode=True)
+    _unused, result = run(fake_module, params(str(tmp_path)), check_mode=True)
     assert result["changed"] is False and (tmp_path / "gpu_access.json").is_file()
 
 

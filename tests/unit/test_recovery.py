@@ -208,7 +208,7 @@ CLUSTER = [
     ),
 ]
 
-SERVED = ["scheduling.run.ai/v1alpha2"]
+SERVED = ("scheduling.run.ai/v1alpha2",)
 
 
 def cluster_client(objects=None, **kw):

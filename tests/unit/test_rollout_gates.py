@@ -39,7 +39,7 @@ def test_input_gates_fail_exactly_the_named_gates(case):
 
 
 def test_refusal_message_names_every_failed_gate_and_fix():
-    gates, _ = judge(
+    gates, _unused = judge(
         request(change_owner="", thresholds={}, rollback_target="", regression_waiver={})
     )
     message = preflight.refusal_message("c1", gates)
@@ -54,7 +54,7 @@ def test_refusal_message_names_every_failed_gate_and_fix():
 
 
 def test_refusal_message_empty_when_all_passed():
-    gates, _ = judge(request())
+    gates, _unused = judge(request())
     assert preflight.refusal_message("c1", gates) == ""
 
 
@@ -110,7 +110,7 @@ def test_regression_gate_passes_on_a_passing_report(tmp_path):
 
 def test_regression_gate_fails_and_lists_rejected_reports(tmp_path):
     write_bundle(tmp_path, "r1", reproduce(verdict="fail"))
-    gate, _ = regression(tmp_path, None)
+    gate, _unused = regression(tmp_path, None)
     assert not gate["passed"]
     assert gate["message"] == (
         "no passing reproduce report for %s in %s (rejected: r1: verdict is fail)"
@@ -147,7 +147,7 @@ def test_regression_gate_refuses_a_waiver_that_is_not_a_complete_mapping(tmp_pat
 
 
 def test_regression_gate_with_missing_store_fails(tmp_path):
-    gate, _ = regression(tmp_path, {}, root=tmp_path / "nope")
+    gate, _unused = regression(tmp_path, {}, root=tmp_path / "nope")
     assert not gate["passed"]
 
 
@@ -242,7 +242,7 @@ def test_tag_pattern_is_exact():
 
 
 def failed_messages(req):
-    gates, _ = judge(req)
+    gates, _unused = judge(req)
     return {g["gate"]: g["message"] for g in preflight.failed(gates)}
 
 
@@ -313,7 +313,7 @@ def test_numbers_are_stored_as_numbers():
     assert read["thresholds"]["bind_latency_p95_s"] == 5.5
     assert read["thresholds"]["binder_restarts_max"] == 0
     assert read["rollback_target"] == 7
-    gates, _ = judge(request(thresholds=thresholds, rollback_target=" 7 "))
+    gates, _unused = judge(request(thresholds=thresholds, rollback_target=" 7 "))
     figures = {g["gate"]: g["figure"] for g in gates}
     assert figures["threshold:observation_window_s"] == 300
     assert not preflight.failed(gates)
@@ -361,9 +361,9 @@ def test_extra_vars_that_are_a_plain_string_are_refused():
 
 
 def test_a_malformed_request_is_not_well_formed_but_missing_evidence_alone_is():
-    gates, _ = judge(request(variables=["kaiops_rollout_owner"]))
+    gates, _unused = judge(request(variables=["kaiops_rollout_owner"]))
     assert pipeline.new_record("c1", {}, gates)["request_well_formed"] is False
-    gates, _ = judge(request(regression_waiver={}))
+    gates, _unused = judge(request(regression_waiver={}))
     assert [g["gate"] for g in preflight.failed(gates)] == ["regression_evidence"]
     assert pipeline.new_record("c1", {}, gates)["request_well_formed"] is True
 

@@ -112,5 +112,5 @@ def test_file_writes_one_file_per_object_and_an_index(tmp_path, fake_client):
     assert len(files) == 3 + 2 + 1
     index = json.loads((tmp_path / folder / "index.json").read_text())
     assert [s["count"] for s in index["selections"]] == [3, 2]
-    _root, again, _ = file_objects(None, "before change", captured, writer=writer)
+    _root, again, _unused = file_objects(None, "before change", captured, writer=writer)
     assert again == "snapshots/before_change-2"  # never overwritten

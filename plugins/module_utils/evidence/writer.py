@@ -116,5 +116,3 @@ class EvidenceWriter(object):
 
     def write_json(self, relpath, data):
         return self.write_text(relpath, canonical_json(data))
-
-

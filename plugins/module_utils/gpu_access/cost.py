@@ -317,12 +317,12 @@ def failure_loss(window, workloads, failure_window=None):
     failure = _failure_bounds(window, failure_window)
     extra = _delay_intervals(prepared, failure)
     actual_busy = _per_gpu(prepared.actual)[0]
-    counterfactual_busy = _per_gpu(prepared.actual + tuple(iv for _, iv in extra))[0]
+    counterfactual_busy = _per_gpu(prepared.actual + tuple(iv for _unused, iv in extra))[0]
     return {
         "lost_busy_gpu_hours": counterfactual_busy - actual_busy,
         "counterfactual_busy_gpu_hours": counterfactual_busy,
-        "delayed_workloads": sorted({name for name, _ in extra}),
-        "waiting_gpu_hours": sum(((iv.end - iv.start) * iv.portion for _, iv in extra), ZERO),
+        "delayed_workloads": sorted({name for name, _unused in extra}),
+        "waiting_gpu_hours": sum(((iv.end - iv.start) * iv.portion for _unused, iv in extra), ZERO),
     }
 
 

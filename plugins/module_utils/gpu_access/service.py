@@ -94,7 +94,7 @@ def overlap(records):
         spans.append((start, end))
     if len(spans) < 2:
         return False, None
-    seconds = (min(e for _, e in spans) - max(s for s, _ in spans)).total_seconds()
+    seconds = (min(e for _unused, e in spans) - max(s for s, _unused in spans)).total_seconds()
     return seconds > 0, round(seconds, 3)
 
 

@@ -364,7 +364,7 @@ def rule_stale_reservation_pod(pod, ctx):
         return None
     evidence = [
         "label %s=%s; no live bound pod carries this group" % (GPU_GROUP_LABEL, group),
-        "age %ds >= %ds (kai_recovery_min_age_s)" % (age, ctx.min_age_s),
+        "age %ds >= %ds (kai_recovery_min_age_s)" % (int(age), ctx.min_age_s),
     ]
     if RESERVE_INDEX_ANNOTATION in annotations(pod):
         evidence.append(

@@ -111,7 +111,7 @@ def read_threshold(name, value):
     number, ok = as_number(value)
     if not ok:
         return value, "must be %s, got %s" % (KIND_TEXT[kind], type_name(value))
-    if kind == "seconds" and not number > 0:
+    if kind == "seconds" and number <= 0:
         return number, "%s must be greater than 0 seconds" % number
     if kind == "fraction" and not 0 < number <= 1:
         return number, "%s must be a fraction in (0, 1], e.g. 0.99" % number
