@@ -24,15 +24,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.report i
     summarize,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.service import analyse
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import parse_range
-
-
-def client_from(params, client_factory):
-    """The client for the module's connection options (kubeconfig, context, request_timeout)."""
-    return client_factory(
-        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
-    )
 
 
 def run_inventory_facts(module, client_factory=KubeClient.from_options, clock=time.monotonic):

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Access: an optional read whose refusal is recorded, not fatal (every feature's reads)."""
+"""Access to a cluster, for every feature: the client for a module's connection options, and an
+optional read whose refusal is recorded, not fatal."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,6 +14,13 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_UNAUTHORIZED,
     KaiopsError,
 )
+
+
+def client_from(params, client_factory):
+    """The client for the module's connection options (kubeconfig, context, request_timeout)."""
+    return client_factory(
+        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
+    )
 
 
 def read_optional(access, section, read, not_found):

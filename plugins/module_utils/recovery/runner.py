@@ -18,7 +18,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report im
     evidence_writer,
     write_report,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import client_from
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import (
     KubeClient,
     KubeWriter,

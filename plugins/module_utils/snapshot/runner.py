@@ -19,7 +19,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
     evidence_writer,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import client_from
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.client import HelmCli
 from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.report import (
