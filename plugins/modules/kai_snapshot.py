@@ -81,8 +81,8 @@ attributes:
         reports C(changed=false); it still writes its evidence files, which are the record of
         the run and not managed state.
 notes:
-  - Run it on the controller (C(ansible_connection=local)) so it can see the evidence folder
-    the C(kaiops.runbooks.evidence) callback exports in C(KAIOPS_EVIDENCE_DIR).
+  - Its action plugin runs it on the controller, whatever the host's connection, and gives it the
+    run's evidence folder as the C(kaiops.runbooks.evidence) callback registered it for the play.
 seealso:
   - module: kaiops.runbooks.kai_inventory_facts
 """
