@@ -14,6 +14,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pip
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
     find_regression_reports,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
+    normalize_request,
+)
 
 with open(fixture_path("preflight_cases.yml")) as _handle:
     CASES = yaml.safe_load(_handle)
@@ -27,7 +30,7 @@ def request(**override):
 
 
 def judge(req, root=None):
-    return preflight.request_gates(preflight.normalize_request(req), find_regression_reports, root)
+    return preflight.request_gates(normalize_request(req), find_regression_reports, root)
 
 
 @pytest.mark.parametrize("case", CASES["cases"], ids=[c["id"] for c in CASES["cases"]])
@@ -307,7 +310,7 @@ def test_numbers_are_stored_as_numbers():
         bind_latency_p95_s="5.5",
         binder_restarts_max="0",
     )
-    read = preflight.normalize_request(request(thresholds=thresholds, rollback_target=" 7 "))
+    read = normalize_request(request(thresholds=thresholds, rollback_target=" 7 "))
     assert read["thresholds"]["observation_window_s"] == 300
     assert isinstance(read["thresholds"]["observation_window_s"], int)
     assert read["thresholds"]["bind_latency_p95_s"] == 5.5

@@ -11,8 +11,8 @@ the role and the playbooks never build one.
 - ``REQUEST_GATES``: the change request itself (stage ``request``), judged on the controller
   before any cluster is read: the variables, the change owner, the KAI version under test, the
   thresholds (one gate each, from the vocabulary's table), the rollback target, the regression
-  evidence or its waiver. ``normalize_request`` reads the request first: numbers from numeric
-  text, the waiver as a mapping; what cannot be read is a problem of its gate.
+  evidence or its waiver, over the request as ``rollout/request.py`` read it (numbers from
+  numeric text, the waiver as a mapping); what cannot be read is a problem of its gate.
 - ``CLUSTER_GATES``: what the read-only inventory of one cluster says (stage ``cluster``):
   reachable, a KAI Helm release, the current version, the rollback target recorded.
 - ``snapshot_gate`` and ``failure_gate``: the snapshot taken, and a task that failed.
@@ -27,6 +27,11 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
+    read_rollback,
+    read_threshold,
+    read_waiver,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     KIND_TEXT,
     PERCENTILE_PAIRS,
@@ -98,90 +103,6 @@ def refusal_message(cluster, gates):
         return ""
     parts = ["%s (fix: %s)" % (g["message"], g["fix"]) if g["fix"] else g["message"] for g in bad]
     return "Rollout refused for %s: %s" % (cluster, "; ".join(parts))
-
-
-# ---------------------------------------------------------------- reading the request
-
-
-def read_threshold(name, value):
-    """(number or the value as given, problem or None) for one threshold value."""
-    kind = THRESHOLDS[name]["kind"]
-    if value is None or value == "":
-        return value, "missing"
-    number, ok = as_number(value)
-    if not ok:
-        return value, "must be %s, got %s" % (KIND_TEXT[kind], type_name(value))
-    if kind == "seconds" and number <= 0:
-        return number, "%s must be greater than 0 seconds" % number
-    if kind == "fraction" and not 0 < number <= 1:
-        return number, "%s must be a fraction in (0, 1], e.g. 0.99" % number
-    if kind in ("count", "window") and number != int(number):
-        return number, "%s must be a whole number" % number
-    if kind == "count" and number < 0:
-        return number, "%s must be 0 or more" % number
-    if kind == "window" and not 60 <= number <= 86400:
-        return number, "%s must be between 60 and 86400 seconds" % number
-    return number, None
-
-
-def read_waiver(waiver):
-    """(waiver {reason, approved_by} or None, problem or None)."""
-    if waiver in (None, "", {}):
-        return None, None
-    if not isinstance(waiver, dict):
-        return None, "regression waiver must be a mapping {reason, approved_by}, got %s" % (
-            type_name(waiver)
-        )
-    out, missing = {}, []
-    for field in ("reason", "approved_by"):
-        value = waiver.get(field)
-        if not isinstance(value, str) or not value.strip():
-            missing.append(field)
-        else:
-            out[field] = value.strip()
-    unknown = sorted(set(waiver) - {"reason", "approved_by"})
-    if missing:
-        return None, "regression waiver has no %s (both reason and approved_by are needed)" % (
-            " and no ".join(missing)
-        )
-    if unknown:
-        return None, "regression waiver has unknown keys %s (only reason and approved_by)" % (
-            ", ".join(unknown)
-        )
-    return out, None
-
-
-def read_rollback(rollback):
-    """A Helm revision (a number, numeric text read as one) or the text as given."""
-    if isinstance(rollback, str) and rollback.strip().isdigit():
-        return int(rollback.strip())
-    return rollback
-
-
-def normalize_request(raw):
-    """The change request as the report records it: text stripped, numbers as numbers.
-
-    ``raw``: change_owner, kai_version, thresholds, rollback_target, regression_waiver,
-    variables (the kaiops_* names set for the host), stray_extra_vars. Values that cannot be
-    read are kept as given; their gates say why.
-    """
-    owner = raw.get("change_owner")
-    thresholds = raw.get("thresholds")
-    if isinstance(thresholds, dict):
-        thresholds = {
-            name: read_threshold(name, value)[0] if name in THRESHOLDS else value
-            for name, value in thresholds.items()
-        }
-    waiver, _problem = read_waiver(raw.get("regression_waiver"))
-    return {
-        "change_owner": owner.strip() if isinstance(owner, str) else owner,
-        "kai_version": raw.get("kai_version"),
-        "thresholds": thresholds,
-        "rollback_target": read_rollback(raw.get("rollback_target")),
-        "regression_waiver": waiver if waiver else raw.get("regression_waiver") or None,
-        "variables": sorted(raw.get("variables") or []),
-        "stray_extra_vars": list(raw.get("stray_extra_vars") or []),
-    }
 
 
 # ---------------------------------------------------------------- request rules

@@ -29,7 +29,11 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates, pipeline
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
+    gates,
+    pipeline,
+    request,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     report as rollout_report,
 )
@@ -46,14 +50,14 @@ def run_rollout_request(module):
     params = module.params
     cluster = params["cluster"]
     root = _path(params.get("evidence_root"))
-    request = gates.normalize_request(params)
-    judged, detail = gates.request_gates(request, find_regression_reports, root)
+    asked = request.normalize_request(params)
+    judged, detail = gates.request_gates(asked, find_regression_reports, root)
     link = None
     if detail and detail.get("bundle"):
         report = os.path.join(root, detail["bundle"], "report.json")
         run_dir = _path(params.get("evidence_dir"))
         link = os.path.relpath(report, run_dir) if run_dir else report
-    record = pipeline.new_record(cluster, request, judged, detail, link)
+    record = pipeline.new_record(cluster, asked, judged, detail, link)
     bad = gates.failed(judged)
     module.exit_json(
         changed=False,

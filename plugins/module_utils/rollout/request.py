@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The change request as the rollout reads it, before any gate judges it. Pure.
+
+``normalize_request`` strips text, reads numbers from numeric text (``" 300 "`` is 300, as ``-e``
+gives it), a Helm revision given as text as a number, and the waiver as a mapping
+``{reason, approved_by}``; what it cannot read it keeps as given, for the gate to say why
+(``rollout/gates.py``). ``read_threshold`` and ``read_waiver`` are the rules the gates use.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    KIND_TEXT,
+    THRESHOLDS,
+    as_number,
+    type_name,
+)
+
+
+def read_threshold(name, value):
+    """(number or the value as given, problem or None) for one threshold value."""
+    kind = THRESHOLDS[name]["kind"]
+    if value is None or value == "":
+        return value, "missing"
+    number, ok = as_number(value)
+    if not ok:
+        return value, "must be %s, got %s" % (KIND_TEXT[kind], type_name(value))
+    if kind == "seconds" and number <= 0:
+        return number, "%s must be greater than 0 seconds" % number
+    if kind == "fraction" and not 0 < number <= 1:
+        return number, "%s must be a fraction in (0, 1], e.g. 0.99" % number
+    if kind in ("count", "window") and number != int(number):
+        return number, "%s must be a whole number" % number
+    if kind == "count" and number < 0:
+        return number, "%s must be 0 or more" % number
+    if kind == "window" and not 60 <= number <= 86400:
+        return number, "%s must be between 60 and 86400 seconds" % number
+    return number, None
+
+
+def read_waiver(waiver):
+    """(waiver {reason, approved_by} or None, problem or None)."""
+    if waiver in (None, "", {}):
+        return None, None
+    if not isinstance(waiver, dict):
+        return None, "regression waiver must be a mapping {reason, approved_by}, got %s" % (
+            type_name(waiver)
+        )
+    out, missing = {}, []
+    for field in ("reason", "approved_by"):
+        value = waiver.get(field)
+        if not isinstance(value, str) or not value.strip():
+            missing.append(field)
+        else:
+            out[field] = value.strip()
+    unknown = sorted(set(waiver) - {"reason", "approved_by"})
+    if missing:
+        return None, "regression waiver has no %s (both reason and approved_by are needed)" % (
+            " and no ".join(missing)
+        )
+    if unknown:
+        return None, "regression waiver has unknown keys %s (only reason and approved_by)" % (
+            ", ".join(unknown)
+        )
+    return out, None
+
+
+def read_rollback(rollback):
+    """A Helm revision (a number, numeric text read as one) or the text as given."""
+    if isinstance(rollback, str) and rollback.strip().isdigit():
+        return int(rollback.strip())
+    return rollback
+
+
+def normalize_request(raw):
+    """The change request as the report records it: text stripped, numbers as numbers.
+
+    ``raw``: change_owner, kai_version, thresholds, rollback_target, regression_waiver,
+    variables (the kaiops_* names set for the host), stray_extra_vars. Values that cannot be
+    read are kept as given; their gates say why.
+    """
+    owner = raw.get("change_owner")
+    thresholds = raw.get("thresholds")
+    if isinstance(thresholds, dict):
+        thresholds = {
+            name: read_threshold(name, value)[0] if name in THRESHOLDS else value
+            for name, value in thresholds.items()
+        }
+    waiver, _problem = read_waiver(raw.get("regression_waiver"))
+    return {
+        "change_owner": owner.strip() if isinstance(owner, str) else owner,
+        "kai_version": raw.get("kai_version"),
+        "thresholds": thresholds,
+        "rollback_target": read_rollback(raw.get("rollback_target")),
+        "regression_waiver": waiver if waiver else raw.get("regression_waiver") or None,
+        "variables": sorted(raw.get("variables") or []),
+        "stray_extra_vars": list(raw.get("stray_extra_vars") or []),
+    }
