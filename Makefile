@@ -76,7 +76,8 @@ pytest/%: $(VENV_STAMP)
 MOLECULE_SCENARIOS = $(filter-out default,$(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 
 molecule: venv ## Molecule scenarios against the running lab (all of them, then which failed)
-	@failed=; for s in $(MOLECULE_SCENARIOS); do \
+	@# the lab's kubectl and helm first on PATH: scenarios install KAI builds through helm
+	@eval "$$($(LAB) env)"; failed=; for s in $(MOLECULE_SCENARIOS); do \
 	  echo "== molecule $$s"; started=$$SECONDS; \
 	  if MOLECULE_GLOB='molecule/*/molecule.yml' $(VENV_ENV) molecule test -s $$s; then r=passed; else r=failed; failed="$$failed $$s"; fi; \
 	  echo "== molecule $$s: $$r in $$((SECONDS - started))s"; \
