@@ -50,18 +50,18 @@ SANITY_DIR := $(KAIOPS_CACHE)/sanity
 SANITY_ROOT := $(SANITY_DIR)/ansible_collections/kaiops/runbooks
 ANSIBLE_TEST := $(VENV)/bin/ansible-test
 # ansible-test bootstraps pip in those venvs with a get-pip.py it downloads from
-# ci-files.testing.ansible.com. Where that host cannot be reached, a stand-in in its cache
-# installs the same pip version from the pip wheel on PyPI (pip download), as get-pip.py would.
+# ci-files.testing.ansible.com, which is not one of the registries this project may dial; a
+# stand-in in its cache installs the same pip version from the pip wheel on PyPI (pip download),
+# as get-pip.py would.
 SANITY_CACHE := $(HOME)/.ansible/test/cache
 SANITY_PIP = $(shell sed -n "s/^ *pip='\([0-9.]*\)',/\1/p" $(VENV)/lib/python*/site-packages/ansible_test/_internal/python_requirements.py)
-GET_PIP_URL = https://ci-files.testing.ansible.com/ansible-test/get-pip-$(SANITY_PIP).py
 GET_PIP = $(SANITY_CACHE)/get_pip_$(subst .,_,$(SANITY_PIP)).py
 
 .PHONY: sanity
 sanity: $(VENV_STAMP) ## ansible-test sanity over the built collection (part of make lint)
 	@mkdir -p "$(SANITY_CACHE)"
-	@test -f "$(GET_PIP)" || "$(PY)" -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$(GET_PIP_URL)" "$(GET_PIP)" 2>/dev/null || { \
-	  echo "sanity: $(GET_PIP_URL) unreachable; pip $(SANITY_PIP) from PyPI instead"; \
+	@test -f "$(GET_PIP)" || { \
+	  echo "sanity: pip $(SANITY_PIP) for ansible-test's venvs from PyPI"; \
 	  "$(PY)" -m pip download --quiet --disable-pip-version-check --no-deps --dest "$(SANITY_CACHE)" "pip==$(SANITY_PIP)" && \
 	  printf '%s\n' \
 	    '# Stand-in for get-pip.py $(SANITY_PIP), written by make sanity (mk/python.mk): installs pip from its wheel.' \

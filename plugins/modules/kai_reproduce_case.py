@@ -12,7 +12,7 @@ module: kai_reproduce_case
 short_description: Run one case of the nil-data ConfigMap reproduction on one KAI build
 version_added: 0.2.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Declares the case's expectation (written to the evidence first), creates a labelled
     namespace of its own, plants the case's fixture pods held by a scheduling gate, reads the
@@ -25,6 +25,7 @@ description:
     included (watched, so attempts the scheduler deletes are kept), with the binder's logs.
   - Nothing runs under check mode.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.evidence
 options:
@@ -95,6 +96,11 @@ options:
     description: KAI's GPU reservation namespace.
     type: str
     default: kai-resource-reservation
+attributes:
+  check_mode:
+    support: partial
+    details:
+      - Under C(--check) it plants nothing, makes no request and reports the case as skipped.
 """
 
 EXAMPLES = r"""

@@ -12,12 +12,13 @@ module: kai_reproduce_identify
 short_description: Identify the KAI build a reproduce run exercises, before anything is planted
 version_added: 0.2.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Reads KAI's Deployments (images, the binder's flags, the implementation label), Config
     C(kai-config) (GPU sharing) and the API server's version; read-only, also under check mode.
   - Fails when the binder does not run I(expected_version) or a Deployment is still rolling out.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
   kai_namespace:
@@ -31,6 +32,11 @@ options:
     description: The release as helm reports it (chart, app version, revision), recorded as given.
     type: dict
     default: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Read-only; it runs unchanged under C(--check).
 """
 
 EXAMPLES = r"""

@@ -12,12 +12,14 @@ module: kai_reproduce_plan
 short_description: Check a reproduce run's options and plan its builds and cases
 version_added: 0.2.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Checks every option and names each bad one with its fix, all at once; makes no request.
   - Resolves each build (C(pre), C(patched) or a release tag) against KAI's release facts in
     C(meta/kai_releases.yml) - its ConfigMap-write behaviour, whether it is exposed to the
     nil-data panic, where that fact came from, and the chart helm installs it from.
+extends_documentation_fragment:
+  - kaiops.runbooks.attributes
 options:
   cases:
     description: Cases to run; empty means all.
@@ -63,6 +65,11 @@ options:
   behaviours:
     description: The behaviours; given by the action plugin from the release facts.
     type: dict
+attributes:
+  check_mode:
+    support: full
+    details:
+      - It makes no request; it checks options and returns the plan, also under C(--check).
 """
 
 EXAMPLES = r"""

@@ -12,13 +12,14 @@ module: kai_reproduce_report
 short_description: Write the reproduce report (report.json, report.md, junit.xml)
 version_added: 0.2.0
 author:
-  - kaiops contributors
+  - kaiops contributors (@kaiops)
 description:
   - Decides the verdict for the release the run is about (the last build that is not exposed)
     over every case of every build, and writes C(report.json) (C(kind=reproduce)), C(report.md)
     with the builds side by side per case, and C(junit.xml) with one test case per case and build.
   - C(rollout.yml) counts a passing report as regression evidence for that release.
 extends_documentation_fragment:
+  - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
 options:
   run_id:
@@ -53,6 +54,11 @@ options:
     description: Cost per available GPU-hour.
     type: float
     default: 0
+attributes:
+  check_mode:
+    support: full
+    details:
+      - It writes only evidence files (the run's record, not managed state), also under C(--check).
 """
 
 EXAMPLES = r"""

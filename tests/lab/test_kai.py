@@ -454,3 +454,17 @@ def test_bundle_path_installs_the_chart_and_images_it_is_given(
         ),
         what="a pod bound by the bundle's KAI",
     )
+
+
+def test_helm_rollback_restores_the_previous_release(kube, lab, started_with):
+    other = "patched" if kai.resolve("pre") == started_with else "pre"
+    before = kai.status(lab)
+    switch(lab, other)
+    lab.helm("rollback", kai.RELEASE, str(before["revision"]), "-n", kai.NAMESPACE, "--wait")
+    kai.wait_rolled_out(lab)
+    after = kai.status(lab)
+    assert after["app_version"] == before["app_version"]
+    assert after["revision"] == before["revision"] + 2
+    args = kube.json("get", "deployment", "binder", "-n", kai.NAMESPACE)["spec"]["template"]["spec"]
+    behaviour = kai.release_row(started_with)["configmap_write"]
+    assert f"--standin-configmap-write={behaviour}" in args["containers"][0]["args"]

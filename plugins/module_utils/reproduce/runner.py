@@ -437,7 +437,7 @@ class CaseRun(object):
             st.setdefault("configmaps_after", now["configmaps_now"])
             st["events"] = self._events(rec, st["name"])
         out = dict(
-            (k, [r for r in rec.objects(k)])
+            (k, list(rec.objects(k)))
             for k in ("pods", "bindrequests", "configmaps", "events", "reservations")
         )
         out.update(now)
