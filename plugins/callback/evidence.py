@@ -28,8 +28,14 @@ description:
     C(plugins/plugin_utils/run_context.py)); the collection's action plugins find it from the
     task's play and give it to the modules that write evidence as their C(evidence_dir) option.
     Nothing is exported into the environment.
-  - Results of C(no_log) tasks are never written; values of keys that look secret are replaced
-    with C(**REDACTED**), and Secret objects lose C(data) and C(stringData).
+  - Results of C(no_log) tasks are never written. Everything else written (C(run.json), every
+    line of C(tasks.jsonl)) passes through the collection's one redaction policy, the one the
+    modules' files pass through (C(plugins/module_utils/evidence/redact.py)) - values of keys
+    that look secret, secrets in any value (secret-looking flags in args and command, URL
+    passwords, bearer tokens, JWTs, PEM blocks, long high-entropy strings), env values with
+    secret-looking names, Secret C(data) and C(stringData), the last-applied annotation, and
+    the values of ConfigMaps outside GPU sharing. A replaced value reads
+    C(<redacted len~N sha256:XXXXXXXX>), its length class and a short hash, so runs compare.
   - A notification callback, not a stdout one, so the screen output (and Molecule's
     idempotence check) is unchanged.
 requirements:
@@ -49,8 +55,10 @@ options:
         key: root
   redact_pattern:
     description:
-      - Regular expression (Python, searched in each key name) of keys whose values are replaced
-        in C(run.json) extra vars and in C(tasks.jsonl) results.
+      - Regular expression (Python, searched in each key, flag and env name) of names whose
+        values are replaced in C(run.json) and C(tasks.jsonl); names that hold a reference
+        (C(secretName), C(token_file), a bare C(key) as in tolerations) are not. The value
+        rules apply whatever this says. The modules' files use the default.
     type: str
     default: >-
       (?i)(token|passw(or)?d|passphrase|secret|credential|(^|[_.-])key$|private[_.-]?key|api[_.-]?key|access[_.-]?key|client[_.-]?key|auth(orization)?$|bearer|cookie|certificate[_.-]?authority[_.-]?data|client[_.-]?certificate[_.-]?data)
@@ -101,7 +109,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest 
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
     DEFAULT_SECRET_KEY_PATTERN,
-    Redactor,
+    RedactionPolicy,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     canonical_json,
@@ -204,7 +212,9 @@ class Bundle(object):
 
     def write_run(self):
         with self._lock:
-            self._write_file("run.json", canonical_json(self.run))
+            self._write_file(
+                "run.json", canonical_json(self._redactor.redact(to_jsonable(self.run)))
+            )
 
     def append(self, event):
         """One line of tasks.jsonl, written with a single os.write (never half a line)."""
@@ -212,8 +222,8 @@ class Bundle(object):
             if self.finalized or self._fd is None:
                 return
             self._seq += 1
-            event = dict(event, seq=self._seq)
-            line = json.dumps(to_jsonable(event), sort_keys=True) + "\n"
+            event = self._redactor.redact(to_jsonable(dict(event, seq=self._seq)))
+            line = json.dumps(event, sort_keys=True) + "\n"
             try:
                 os.write(self._fd, line.encode("utf-8"))
             except OSError:
@@ -326,7 +336,7 @@ class CallbackModule(CallbackBase):
             self._bundle.run["playbooks"].append(_file_entry(path))
             self._bundle.write_run()
             return
-        redactor = Redactor(self.get_option("redact_pattern"))
+        redactor = RedactionPolicy(self.get_option("redact_pattern"))
         root = _resolve_root(self.get_option("root"))
         self._bundle = Bundle(root, path, redactor, self.get_option("max_result_bytes"))
         self._bundle.run.update(_describe_run(playbook, path, redactor))

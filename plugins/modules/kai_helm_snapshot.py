@@ -17,9 +17,12 @@ description:
   - Runs C(helm history) and C(helm get values --revision <current>) (read-only) and writes
     C(snapshots/<name>/values.json), C(history.json) and C(release.json) into the run's evidence
     folder, so a rollback can restore the recorded revision and configuration.
-  - Values whose key looks secret (token, password, secret, key...) are replaced with
-    C(**REDACTED**) before they are written; their paths are returned in RV(redacted).
-    The values themselves are never returned in the task result.
+  - The values pass through the collection's one redaction policy (docs/evidence.md); values
+    whose key looks secret (token, password, secret, api key...) and secrets found in any value
+    (URL passwords, bearer tokens, JWTs, PEM blocks, secret-looking flags, long high-entropy
+    strings) are replaced with C(<redacted len~N sha256:XXXXXXXX>) before they are written;
+    their paths are returned in RV(redacted). The values themselves are never returned in the
+    task result.
 extends_documentation_fragment:
   - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
@@ -84,7 +87,7 @@ status:
   type: str
   sample: deployed
 redacted:
-  description: Paths of the values replaced with C(**REDACTED**).
+  description: Paths of the values replaced with C(<redacted len~N sha256:XXXXXXXX>).
   returned: success
   type: list
   elements: str

@@ -20,10 +20,19 @@ description:
   - Returns the objects and writes each as a JSON file under
     C(snapshots/<name>/<NN>-<kind>/<namespace>/<object>.json) in the run's evidence folder,
     with an C(index.json) listing the selections, counts and what was removed.
-  - Secret C(data) and C(stringData) are never returned or written; nor are the
+  - Objects pass through the collection's one redaction policy (docs/evidence.md, "What
+    evidence never contains") before they are returned or written. Secret C(data) and
+    C(stringData) are never returned or written; nor are the
     C(kubectl.kubernetes.io/last-applied-configuration) annotation (it can hold a Secret's
     data), C(metadata.managedFields), Helm v2 release ConfigMap data, TokenRequest tokens,
-    and literal Pod/template env values whose names look secret (TOKEN, PASSWORD, SECRET...).
+    env values whose names look secret (TOKEN, PASSWORD, SECRET...), secret-looking container
+    args (C(--api-token=...)), and secrets in any value (URL passwords, bearer tokens, JWTs,
+    PEM blocks, long high-entropy strings). A replaced value reads
+    C(<redacted len~N sha256:XXXXXXXX>) (length class and short hash, so runs compare).
+  - ConfigMaps keep their keys; their values are kept only for GPU-sharing ConfigMaps
+    (C(*-shared-gpu-<n>), C(*-shared-gpu-i<n>), their C(-evar), or owned by a pod and holding
+    C(NVIDIA_VISIBLE_DEVICES) or C(GPU_PORTION)), and otherwise replaced with
+    C(<hashed len~N sha256:XXXXXXXX>) unless O(configmap_values=true).
   - If C(snapshots/<name>) already exists in the run's folder the module writes to
     C(snapshots/<name>-2) (then C(-3) and so on); files are never replaced.
 extends_documentation_fragment:
@@ -73,6 +82,14 @@ options:
         callback's C(tasks.jsonl), small; the files are written either way.
     type: bool
     default: true
+  configmap_values:
+    description:
+      - Keep the values of ConfigMaps that are not GPU-sharing ConfigMaps in the snapshot
+        files (they are still judged value by value, as everything is).
+      - By default they are recorded by key and a hash of each value. The task result, as the
+        evidence callback records it, hashes them whatever this says.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -195,6 +212,7 @@ def argspec():
                 },
             },
             "return_objects": {"type": "bool", "default": True},
+            "configmap_values": {"type": "bool", "default": False},
         },
     )
 

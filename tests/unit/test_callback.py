@@ -16,8 +16,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest 
     verify_manifest,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
-    REDACTED,
     Redactor,
+    marker,
 )
 from ansible_collections.kaiops.runbooks.plugins.plugin_utils import run_context
 
@@ -71,7 +71,7 @@ def test_bundle_appends_then_finalizes_once_with_a_valid_manifest(tmp_path):
 def test_bundle_record_result_redacts_and_caps(tmp_path):
     bundle = make_bundle(tmp_path, max_bytes=200)
     assert bundle.record_result({"password": "x", "msg": "ok"}) == {
-        "password": REDACTED,
+        "password": marker("x"),
         "msg": "ok",
     }
     big = bundle.record_result({"msg": "big", "objects": ["x" * 50] * 10, "changed": False})
@@ -157,7 +157,7 @@ def test_callback_registers_the_run_per_play_and_records_every_event(callback):
     ]
     assert [e["attempt"] for e in events[:2]] == [1, 2]
     assert events[0]["play"] == "play" and events[0]["start"] and events[0]["end"]
-    assert events[2]["ignore_errors"] is True and events[2]["result"]["api_key"] == REDACTED
+    assert events[2]["ignore_errors"] is True and events[2]["result"]["api_key"] == marker("k")
     assert events[5]["result"] == {"censored": "no_log: true; result not recorded"}
     assert events[5]["changed"] is True
     assert "extra_vars" in json.load(open(os.path.join(bundle.path, "run.json")))
@@ -303,7 +303,7 @@ def test_interrupted_run_leaves_a_hashed_bundle(tmp_path, signum):
     assert open(os.path.join(bundle, "status")).read() == "interrupted\n", out
     run = json.load(open(os.path.join(bundle, "run.json")))
     assert run["interrupted_by"] == signal.Signals(signum).name
-    assert run["extra_vars"] == {"db_password": REDACTED}
+    assert run["extra_vars"] == {"db_password": marker("hunter2")}
     assert "hunter2" not in open(os.path.join(bundle, "run.json")).read()
     done = subprocess.run(
         ["sha256sum", "-c", "manifest.sha256"],

@@ -1,11 +1,13 @@
-"""module_utils/redact.py: pure functions."""
+"""module_utils/evidence/redact.py: object rules and key rules (the value rules and the rest of
+the policy: test_redact_rules.py)."""
 
 import pytest
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
     LAST_APPLIED,
-    REDACTED,
     Redactor,
+    is_redacted,
+    marker,
     redact_values,
     sanitize_object,
 )
@@ -44,8 +46,13 @@ def test_sanitize_object_does_not_mutate_input():
     assert obj["data"] == {"password": "aHVudGVyMg=="}
 
 
-def test_sanitize_object_keeps_configmap_data():
-    cm = {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"GPU_PORTION": "0.5"}}
+def test_sanitize_object_keeps_gpu_sharing_configmap_data():
+    # Issue 15: only GPU-sharing ConfigMaps keep their values (this one by name).
+    cm = {
+        "kind": "ConfigMap",
+        "metadata": {"name": "c-shared-gpu-0"},
+        "data": {"GPU_PORTION": "0.5"},
+    }
     clean, removed = sanitize_object(cm)
     assert clean["data"] == {"GPU_PORTION": "0.5"} and removed == []
 
@@ -86,7 +93,7 @@ def test_sanitize_object_blanks_secret_looking_env_in_pod_templates():
     }
     clean, removed = sanitize_object(dep)
     env = clean["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert env[0]["value"] == REDACTED and env[1]["value"] == "info"
+    assert env[0]["value"] == marker("hunter2") and env[1]["value"] == "info"
     assert "valueFrom" in env[2]
     assert removed == ["env c/DB_PASSWORD"]
 
@@ -110,11 +117,10 @@ def test_sanitize_object_drops_token_request_token():
         "private_key",
         "ssh_key",
         "Authorization",
-        "key",
     ],
 )
 def test_redactor_redacts_secret_looking_keys(key):
-    assert redact_values({key: "value"}) == {key: REDACTED}
+    assert redact_values({key: "value"}) == {key: marker("value")}
 
 
 @pytest.mark.parametrize(
@@ -128,13 +134,13 @@ def test_redactor_keeps_ordinary_keys(key):
 def test_redactor_walks_nested_structures_and_embedded_secrets():
     value = {"results": [{"item": {"password": "x"}}, secret()], "flag": {"token": True}}
     out = redact_values(value)
-    assert out["results"][0]["item"]["password"] == REDACTED
+    assert is_redacted(out["results"][0]["item"]["password"])
     assert "data" not in out["results"][1]
     assert out["flag"]["token"] is True  # flags are not secrets
 
 
 def test_redactor_custom_pattern():
     assert Redactor(r"(?i)^pin$").redact({"pin": "1234", "password": "x"}) == {
-        "pin": REDACTED,
+        "pin": marker("1234"),
         "password": "x",
     }

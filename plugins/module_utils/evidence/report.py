@@ -5,7 +5,8 @@
 
 ``write_report(module, files, folder=None)`` resolves the run's folder from the module's
 ``evidence_dir`` option, writes each ``(relative name, content)`` (text, or data written as
-canonical JSON) with :class:`EvidenceWriter` (atomic, never replacing a file) and returns
+canonical JSON) with :class:`EvidenceWriter` (atomic, never replacing a file, everything through
+the redaction policy) and returns
 ``(evidence_dir, written)``. Without a folder it writes nothing and warns once, naming what
 was not written. ``folder`` puts the files in a new folder of that name (``-2``, ``-3``... when
 taken); the relative names then start with it.
@@ -15,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import policy_for
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
     resolve_evidence_dir,
@@ -33,10 +35,11 @@ def no_evidence_warning(what):
 def evidence_writer(module):
     """(EvidenceWriter, folder) for the module's evidence_dir, or (None, None) when none is set.
 
-    A bad ``evidence_dir`` raises KaiopsError: callers resolve it before any cluster call.
+    A bad ``evidence_dir`` raises KaiopsError: callers resolve it before any cluster call. The
+    writer applies the redaction policy for the module's params (``policy_for``).
     """
     root = resolve_evidence_dir(module.params.get("evidence_dir"))
-    return (EvidenceWriter(root), root) if root else (None, None)
+    return (EvidenceWriter(root, policy_for(module.params)), root) if root else (None, None)
 
 
 def write_report(module, files, folder=None, what=None, writer=None):

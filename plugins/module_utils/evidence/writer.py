@@ -7,7 +7,11 @@
   the collection's action plugins fill in from the run's context on the controller
   (plugins/plugin_utils/run_context.py); there is no environment variable.
 - ``EvidenceWriter``: writes files inside that folder only, atomically (temp file + link), and
-  never replaces an existing file.
+  never replaces an existing file. ``write_json`` and ``write_text`` pass what they write
+  through the redaction policy (``evidence/redact.py``), so no module writes a secret, whatever
+  it hands over: data as a structure, ``.jsonl`` text line by line as structures, other text by
+  the value rules. ``write_bytes`` writes as given: its callers pass data that went through the
+  policy.
 
 The manifest lives in ``evidence/manifest.py``, the report writer in ``evidence/report.py``.
 """
@@ -24,6 +28,9 @@ import tempfile
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    DEFAULT_POLICY,
 )
 
 TEMP_PREFIX = ".kaiops-tmp-"
@@ -57,10 +64,15 @@ def canonical_json(data):
 
 
 class EvidenceWriter(object):
-    """Writes files under ``root``; every path is relative and stays inside it."""
+    """Writes files under ``root``; every path is relative and stays inside it.
 
-    def __init__(self, root):
+    ``policy``: the redaction policy applied by write_json/write_text (the default one, or
+    kai_snapshot's with ConfigMap values kept when the user opted in).
+    """
+
+    def __init__(self, root, policy=None):
         self.root = os.path.realpath(root)
+        self.policy = policy or DEFAULT_POLICY
         self.written = []
 
     def _target(self, relpath):
@@ -112,7 +124,13 @@ class EvidenceWriter(object):
         return rel
 
     def write_text(self, relpath, text):
+        """Text through the policy: JSON lines as structures, anything else by the value rules."""
+        if relpath.endswith(".jsonl"):
+            text = self.policy.redact_jsonl(text)
+        else:
+            text = self.policy.redact_text(text)
         return self.write_bytes(relpath, text.encode("utf-8"))
 
     def write_json(self, relpath, data):
-        return self.write_text(relpath, canonical_json(data))
+        """Data through the policy, written as canonical JSON."""
+        return self.write_bytes(relpath, canonical_json(self.policy.redact(data)).encode("utf-8"))

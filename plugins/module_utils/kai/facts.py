@@ -32,6 +32,32 @@ RESERVATION_NAMESPACE = "kai-resource-reservation"
 BINDER = "binder"
 OPERATOR = "kai-operator"
 ADMISSION = "admission"
+# KAI's own Deployments (the inventory lists these as components, and Deployments that carry
+# the KAI release's meta.helm.sh/release-name annotation); kai-scheduler-<shard> too.
+COMPONENTS = (
+    "admission",
+    "binder",
+    "kai-operator",
+    "kai-scheduler",
+    "node-scale-adjuster",
+    "pod-grouper",
+    "podgroup-controller",
+    "queue-controller",
+    "resource-reservation",
+)
+COMPONENT_PREFIX = "kai-scheduler-"
+HELM_RELEASE_ANNOTATION = "meta.helm.sh/release-name"
+# Container flags that decide a verdict: the only args the inventory records (exact names, or
+# a prefix ending in '-'). Anything else a container is started with stays out of evidence.
+VERDICT_FLAGS = (
+    "--gpu-sharing-enabled",
+    "--fake-gpu-nodes",
+    "--plugins",
+    "--scheduler-name",
+    "--gpu-fraction-runtime-class-name",
+    "--resource-reservation-",
+    "--standin-",
+)
 
 # ------------------------------------------------------------------ the GPU-sharing path
 # Pod annotations that put a pod on the GPU-sharing (fraction) path.
@@ -46,6 +72,10 @@ NIL_MAP_REASON = "assignment to entry in nil map"
 # A GPU-sharing ConfigMap is named <annotation prefix>-<index>[-evar]: capabilities and env.
 _CM_NAME = r"^%s-(i?\d+)(-evar)?$"
 CM_SUFFIX = re.compile(r"^.+-(i?\d+)(-evar)?$")
+# Any GPU-sharing ConfigMap by name alone (the prefix ends in -shared-gpu), and the keys KAI
+# writes into them: evidence keeps their data (nothing else keeps ConfigMap values).
+SHARING_CONFIGMAP_NAME = re.compile(r"^.+-shared-gpu-(i?\d+)(-evar)?$")
+SHARING_CONFIGMAP_KEYS = ("NVIDIA_VISIBLE_DEVICES", "GPU_PORTION")
 
 # ------------------------------------------------------------------ GPU node labels
 NODE_LABELS = {

@@ -34,6 +34,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    DEFAULT_POLICY,
     sanitize_object,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import safe_name
@@ -66,7 +67,9 @@ class InterventionJournal(object):
             with open(self.path, "rb") as handle:
                 seq = sum(1 for _line in handle) + 1
             line = dict(entry, seq=seq)
-            os.write(fd, (json.dumps(line, sort_keys=True, default=str) + "\n").encode("utf-8"))
+            # Written through the one redaction policy, as every evidence file is.
+            text = json.dumps(DEFAULT_POLICY.redact(line), sort_keys=True, default=str)
+            os.write(fd, (text + "\n").encode("utf-8"))
             os.fsync(fd)
         except OSError as exc:
             raise KaiopsError("Failed to write %s: %s" % (JOURNAL, exc)) from exc
@@ -77,7 +80,8 @@ class InterventionJournal(object):
         return line
 
     def snapshot(self, intervention_id, obj):
-        """Write the sanitized object; returns (relative path, sha256, what was removed)."""
+        """Write the object through the redaction policy; returns (relative path, sha256, what
+        was removed or replaced)."""
         clean, removed = sanitize_object(obj)
         meta = clean.get("metadata") or {}
         base = "interventions/%s/%s-%s-%s" % (

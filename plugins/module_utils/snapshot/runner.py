@@ -16,6 +16,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import policy_for
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
     evidence_writer,
 )
@@ -37,7 +38,7 @@ def run_snapshot(module, client_factory=KubeClient.from_options, clock=time.mono
     started = clock()
     writer, _root = evidence_writer(module)  # a bad evidence_dir fails before any cluster call
     client = client_from(params, client_factory)
-    captured = SnapshotService(client).capture(params["selections"])
+    captured = SnapshotService(client, policy_for(params)).capture(params["selections"])
     root, folder, files = file_objects(module, params["name"], captured, writer=writer)
     result = {
         "changed": False,

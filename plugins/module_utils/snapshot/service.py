@@ -5,10 +5,12 @@
 
 One LIST request per selection (plus one discovery GET per apiVersion), never one GET per
 object; the client (``k8s/client.py``) is the layer below. Objects pass through
-``evidence/redact.sanitize_object`` before they are returned or written. Reading is the same in
-check mode: nothing in the cluster changes either way. ``capture_helm_release`` reads a
-release's history and values through ``snapshot/client.HelmCli`` and redacts secret-looking
-values; values never travel in the task result. Filing is in ``snapshot/report.py``.
+the redaction policy (``evidence/redact.py``: Secret data, secrets in args, env and text, the
+values of ConfigMaps outside GPU sharing unless ``configmap_values``) before they are returned
+or written. Reading is the same in check mode: nothing in the cluster changes either way.
+``capture_helm_release`` reads a release's history and values through ``snapshot/client.HelmCli``
+and redacts them by the same policy; values never travel in the task result. Filing is in
+``snapshot/report.py``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,9 +23,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
-    REDACTED,
+    DEFAULT_POLICY,
+    has_redaction,
     redact_values,
-    sanitize_object,
 )
 
 
@@ -55,8 +57,9 @@ def selection_label(selection):
 class SnapshotService(object):
     """Capture and file snapshots; the client is the layer below (mocked in tests)."""
 
-    def __init__(self, client):
+    def __init__(self, client, policy=None):
         self._client = client
+        self._policy = policy or DEFAULT_POLICY
 
     def capture(self, selections):
         """Return a list of {selection, items, redactions}; one LIST per selection."""
@@ -72,7 +75,7 @@ class SnapshotService(object):
             )
             clean_items, redactions = [], []
             for item in items:
-                clean, removed = sanitize_object(item)
+                clean, removed = self._policy.sanitize_object(item)
                 clean_items.append(clean)
                 if removed:
                     meta = clean.get("metadata") or {}
@@ -91,7 +94,7 @@ class SnapshotService(object):
 
 
 def _redacted_paths(value, path=""):
-    """Paths of the values replaced with REDACTED (so the evidence says what was left out)."""
+    """Paths of the values the policy replaced (so the evidence says what was left out)."""
     found = []
     if isinstance(value, dict):
         for key, item in value.items():
@@ -99,7 +102,7 @@ def _redacted_paths(value, path=""):
     elif isinstance(value, list):
         for n, item in enumerate(value):
             found += _redacted_paths(item, "%s[%d]" % (path, n))
-    elif value == REDACTED:
+    elif has_redaction(value):
         found.append(path)
     return found
 
