@@ -117,7 +117,15 @@ inventory:
       description: C(gitVersion), C(major), C(minor), C(platform) of the API server.
       type: dict
     kai:
-      description: installed, namespace, version (binder image tag), components, helm, config.
+      description:
+        - installed, namespace, version (binder image tag), components, helm, config.
+        - C(components) lists KAI's Deployments only (KAI's names - binder, admission,
+          kai-operator, kai-scheduler-*, pod-grouper, podgroup-controller, queue-controller,
+          node-scale-adjuster - or the KAI release's C(meta.helm.sh/release-name) annotation),
+          each container with C(image), C(repository), C(tag), C(digest), C(restarts) and
+          C(flags) - the flags that decide a verdict (C(--gpu-sharing-enabled),
+          C(--fake-gpu-nodes), C(--plugins), C(--scheduler-name), C(--resource-reservation-*),
+          ...), never the other args.
       type: dict
     gpu_sharing:
       description: Whether GPU sharing is on, and from which source that was read.

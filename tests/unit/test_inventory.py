@@ -16,8 +16,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.service 
     analyse,
     component,
     helm_from_secrets,
+    is_kai_component,
     sharing_configmaps,
     verdict,
+    verdict_flags,
 )
 
 RANGE = AFFECTED_RANGE
@@ -270,3 +272,117 @@ def test_helm_from_secrets_keeps_latest_revision():
     assert helm_from_secrets(secrets) == {
         "r": {"release": "r", "revision": 10, "status": "deployed"}
     }
+
+
+def _deployment(name, args=None, annotations=None, image="ghcr.io/x/app:v1"):
+    return {
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "template": {
+                "spec": {"containers": [{"name": "c", "image": image, "args": args or []}]}
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "name, annotations, release, expected",
+    [
+        ("binder", {}, None, True),
+        ("admission", {}, None, True),
+        ("kai-operator", {}, None, True),
+        ("pod-grouper", {}, None, True),
+        ("podgroup-controller", {}, None, True),
+        ("queue-controller", {}, None, True),
+        ("node-scale-adjuster", {}, None, True),
+        ("kai-scheduler-default", {}, None, True),
+        ("kai-scheduler-shard-b", {}, None, True),
+        ("renamed", {"meta.helm.sh/release-name": "kai-scheduler"}, "kai-scheduler", True),
+        ("renamed", {"meta.helm.sh/release-name": "other"}, "kai-scheduler", False),
+        ("unrelated-app", {}, "kai-scheduler", False),
+        ("binder-sidecar-of-someone", {}, None, False),
+    ],
+)
+def test_is_kai_component(name, annotations, release, expected):
+    assert is_kai_component(_deployment(name, annotations=annotations), release) is expected
+
+
+def test_verdict_flags_keeps_only_the_flags_that_decide_a_verdict():
+    args = [
+        "binder",
+        "--api-token=s3cr3t",
+        "--password",
+        "hunter2",
+        "--scheduler-name",
+        "kai-scheduler",
+        "--resource-reservation-namespace",
+        "kai-resource-reservation",
+        "--resource-reservation-allocation-timeout=40",
+        "--plugins",
+        '{"gpusharing":{"enabled":true}}',
+        "--fake-gpu-nodes",
+        "--qps",
+        "50",
+        "--standin-configmap-write=race-fix-guarded",
+        "--gpu-sharing-enabled",
+        "true",
+    ]
+    assert verdict_flags(args) == [
+        "--scheduler-name=kai-scheduler",
+        "--resource-reservation-namespace=kai-resource-reservation",
+        "--resource-reservation-allocation-timeout=40",
+        '--plugins={"gpusharing":{"enabled":true}}',
+        "--fake-gpu-nodes",
+        "--standin-configmap-write=race-fix-guarded",
+        "--gpu-sharing-enabled=true",
+    ]
+
+
+def test_inventory_lists_only_kai_components_and_records_no_args():
+    """Issue 15: an unrelated Deployment in the KAI namespace is no component, and no container
+    records its args (a --api-token there reached inventory.json and tasks.jsonl)."""
+    data = load_objects("kai-sharing")
+    planted = copy.deepcopy(data)
+    planted["objects"].append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "unrelated-app", "namespace": "kai-scheduler"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "u"}},
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "u",
+                                "image": "busybox:1.36",
+                                "args": ["--api-token=CANARY-IN-ARGS"],
+                                "env": [
+                                    {"name": "DATABASE_URL", "value": "postgres://a:CANARY@db"}
+                                ],
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    inventory = inventory_for(apply_changes(planted, {}))
+    names = [c["name"] for c in inventory["kai"]["components"]]
+    assert names == ["admission", "binder", "kai-operator", "kai-scheduler-default"]
+    assert "CANARY" not in json.dumps(inventory)
+    for comp in inventory["kai"]["components"]:
+        for container in comp["containers"]:
+            assert set(container) == {
+                "name",
+                "image",
+                "repository",
+                "tag",
+                "digest",
+                "flags",
+                "restarts",
+            }
+    binder = inventory["kai"]["binder"]["containers"][0]
+    assert binder["flags"] == ["--fake-gpu-nodes"] and binder["tag"] == "v0.16.13"
+    assert inventory["kai"]["binder"]["containers"][0]["image"].endswith("binder:v0.16.13")
+    assert inventory["gpu_sharing"]["admission_arg"] is True

@@ -33,7 +33,7 @@ class InventoryClient(object):
         """Every read the inventory needs, in one dict; see module docstring for failures."""
         client = self._client
         access = {}
-        raw = {"namespace": namespace, "access": access}
+        raw = {"namespace": namespace, "release_name": release_name, "access": access}
         raw["version"] = client.server_version()  # fatal when it fails
         raw["deployments"] = self._optional(
             access, "deployments", lambda: client.list(*facts.DEPLOYMENT, namespace=namespace)

@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as kai_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     ADMISSION_SHARING_ARG,
     FRACTION_ANNOTATIONS,
@@ -59,8 +60,44 @@ def _selector_matches(selector, labels):
     return bool(match) and all(labels.get(k) == v for k, v in match.items())
 
 
+def is_kai_component(deployment, release=None):
+    """A Deployment of KAI: one of KAI's names (kai-scheduler-<shard> too), or annotated as a
+    resource of the KAI Helm release. Anything else in the namespace is not inventoried."""
+    name = (deployment.get("metadata") or {}).get("name") or ""
+    if name in kai_facts.COMPONENTS or name.startswith(kai_facts.COMPONENT_PREFIX):
+        return True
+    return (
+        bool(release) and _annotations(deployment).get(kai_facts.HELM_RELEASE_ANNOTATION) == release
+    )
+
+
+def _verdict_flag(name):
+    return any(
+        name == flag or (flag.endswith("-") and name.startswith(flag))
+        for flag in kai_facts.VERDICT_FLAGS
+    )
+
+
+def verdict_flags(items):
+    """The container's flags that decide a verdict (kai.facts.VERDICT_FLAGS), as
+    ``--name=value`` or ``--name`` alone; every other argument is left out of evidence."""
+    items = [str(i) for i in items or []]
+    out = []
+    for number, item in enumerate(items):
+        if not item.startswith("--"):
+            continue
+        name, sep, value = item.partition("=")
+        if not _verdict_flag(name):
+            continue
+        if not sep and number + 1 < len(items) and not items[number + 1].startswith("-"):
+            out.append("%s=%s" % (name, items[number + 1]))
+        else:
+            out.append(item if sep else name)
+    return out
+
+
 def component(deployment, pods):
-    """One Deployment: images with tags, replicas, pod restarts."""
+    """One Deployment: images with tags, the verdict flags, replicas, pod restarts."""
     spec = deployment.get("spec") or {}
     status = deployment.get("status") or {}
     template = (spec.get("template") or {}).get("spec") or {}
@@ -79,7 +116,9 @@ def component(deployment, pods):
                 "repository": repository,
                 "tag": tag,
                 "digest": digest,
-                "args": list(container.get("args") or []),
+                "flags": verdict_flags(
+                    list(container.get("command") or []) + list(container.get("args") or [])
+                ),
                 "restarts": restarts.get(container.get("name"), 0),
             }
         )
@@ -260,7 +299,18 @@ def analyse(
     access = raw.get("access") or {}
     deployments = raw.get("deployments") or []
     kai_pods = raw.get("kai_pods") or []
-    components = sorted((component(d, kai_pods) for d in deployments), key=lambda c: c["name"])
+    release = raw.get("release_name") or next(
+        (
+            _annotations(d).get(kai_facts.HELM_RELEASE_ANNOTATION)
+            for d in deployments
+            if is_kai_component(d) and _annotations(d).get(kai_facts.HELM_RELEASE_ANNOTATION)
+        ),
+        kai_facts.HELM_RELEASE,
+    )
+    components = sorted(
+        (component(d, kai_pods) for d in deployments if is_kai_component(d, release)),
+        key=lambda c: c["name"],
+    )
     by_name = {c["name"]: c for c in components}
     binder = by_name.get(binder_name)
     operator_comp = by_name.get(operator_name)
@@ -280,7 +330,7 @@ def analyse(
     sharing_mode = (config_spec.get("global") or {}).get("gpuSharingMode")
     admission_arg = None
     if admission:
-        admission_arg = any(ADMISSION_SHARING_ARG in c["args"] for c in admission["containers"])
+        admission_arg = any(ADMISSION_SHARING_ARG in c["flags"] for c in admission["containers"])
     if admission_arg is not None:
         sharing_enabled, sharing_source = admission_arg, "admission container args"
     elif config_sharing is not None:
