@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 
             print(export_bundle(lab, args.version, Path(args.dest)))
         elif args.cmd == "status":
+            if not cfg.state_dir.exists():
+                print(f"lab {cfg.name} is not up: start it with `make lab-up`")
+                return 3
             rows = lab.status()
             if args.json:
                 print(json.dumps(rows, indent=2))

@@ -113,8 +113,29 @@ class Lab:
 
     # ------------------------------------------------------------ up
 
+    def already_up(self) -> bool:
+        """Every component runs healthy with the command the plan gives it now."""
+        if not self.cfg.kubeconfig.exists():
+            return False
+        for comp in self.plan():
+            pid = self.pid_of(comp)
+            if pid is None or host.cmdline(pid) != comp.command() or not self._healthy(comp.health):
+                return False
+            if any(
+                not self.cfg.path(rel).exists() or self.cfg.path(rel).read_text() != content
+                for rel, content in comp.files.items()
+            ):
+                return False
+        return True
+
     def up(self) -> None:
         started = time.monotonic()
+        if self.already_up():
+            self.log(f"lab {self.cfg.name} already up (make lab-status shows it)")
+            self._objects()  # the KWOK node count converges, quietly
+            if self.wants_kai:
+                self._step(self._kai_title(), self.install_kai)
+            return
         self._step("build programs (cached by version)", self._build)
         self._step("record host state", lambda: host.record(self.cfg))
         self._step("host network", lambda: host.setup_network(self.cfg))
@@ -351,7 +372,7 @@ class Lab:
         self._step("network, iptables, namespaces", lambda: host.teardown_network(self.cfg))
         self._step("pod cgroups", host.remove_cgroups)
         self._step("kernel settings and host folders", self._restore)
-        self._step("state folder", self._remove_state)
+        self._step("state folder", lambda: self._remove_state(rec))
         leftovers = self.leftovers(existed)
         self.log(f"lab {self.cfg.name} down in {time.monotonic() - started:.1f}s")
         return leftovers
@@ -377,12 +398,16 @@ class Lab:
         host.restore_sysctls(rec)
         host.remove_host_paths(self.cfg, rec)
 
-    def _remove_state(self) -> None:
+    def _remove_state(self, rec: dict | None = None) -> None:
         for path in (self.cfg.state_dir, self.cfg.run_dir):
             if path.exists():
                 shutil.rmtree(path, ignore_errors=False)
         if self.cfg.run_dir.parent.exists() and not any(self.cfg.run_dir.parent.iterdir()):
             self.cfg.run_dir.parent.rmdir()
+        root = self.cfg.state_dir.parent
+        made_it = not (rec or {}).get("state_root_existed", True)
+        if made_it and root.exists() and not any(root.iterdir()):
+            root.rmdir()
         LEGACY_INVENTORY_KUBECONFIG.unlink(missing_ok=True)
 
     def leftovers(self, existed: set[str] | frozenset[str] = frozenset()) -> list[str]:

@@ -94,6 +94,8 @@ def record(cfg: LabConfig) -> dict:
     rec = {
         "sysctls": read_sysctls([*SYSCTL_SET, *SYSCTL_WATCH]),
         "existing_paths": [p for p in HOST_PATHS if Path(p).exists()],
+        # the state root (/var/lib/kaiops-lab) is removed at down only when the lab made it
+        "state_root_existed": cfg.state_dir.parent.exists(),
         "time": time.time(),
     }
     cfg.state_dir.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,11 @@ options:
   override_reason:
     description: The recorded reason when the cluster was not marked disposable.
     type: str
+  leftovers:
+    description: Namespaces of an earlier, interrupted run, removed before this one planted.
+    type: list
+    elements: dict
+    default: []
   gpus:
     description: GPUs in the pool the window's cost is computed over.
     type: int
@@ -114,6 +119,7 @@ def argspec():
             "identities": {"type": "dict", "default": {}},
             "results": {"type": "list", "elements": "dict", "required": True},
             "override_reason": {"type": "str"},
+            "leftovers": {"type": "list", "elements": "dict", "default": []},
             "gpus": {"type": "int", "default": 1},
             "rate": {"type": "float", "default": 0},
         },

@@ -310,6 +310,15 @@ def render_markdown(doc):
                 "- %s %s `%s`: %s" % (r["build"]["version"], _key(r), t["workload"], steps)
             )
     del tl
+    for ns in doc.get("leftovers_removed") or []:
+        lines.append(
+            "Removed before planting: namespace `%s` left by run %s (created %s)."
+            % (
+                ns.get("name"),
+                (ns.get("labels") or {}).get("kaiops.dev/run-id"),
+                ns.get("creationTimestamp"),
+            )
+        )
     if doc.get("interventions"):
         lines += ["", "## Interventions", ""] + ["- %s" % i for i in doc["interventions"]]
     else:
