@@ -46,6 +46,10 @@ options:
   override_reason:
     description: The recorded reason when the cluster was not marked disposable.
     type: str
+  provenance:
+    description: Who ran it, the collection's git commit and the inventory (shown in report.md).
+    type: dict
+    default: {}
   leftovers:
     description: Namespaces of an earlier, interrupted run, removed before this one planted.
     type: list
@@ -120,6 +124,7 @@ def argspec():
             "results": {"type": "list", "elements": "dict", "required": True},
             "override_reason": {"type": "str"},
             "leftovers": {"type": "list", "elements": "dict", "default": []},
+            "provenance": {"type": "dict", "default": {}},
             "gpus": {"type": "int", "default": 1},
             "rate": {"type": "float", "default": 0},
         },

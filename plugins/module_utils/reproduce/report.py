@@ -190,6 +190,13 @@ def render_markdown(doc):
         ),
         "",
     ]
+    prov = doc.get("provenance") or {}
+    if prov:
+        lines += [
+            "Operator `%s`, collection commit `%s`, inventory `%s`."
+            % (prov.get("operator"), prov.get("collection_commit"), prov.get("inventory")),
+            "",
+        ]
     if doc.get("override"):
         lines += [
             "Cluster not marked disposable; fixtures planted under an override: %s"

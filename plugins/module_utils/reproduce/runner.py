@@ -622,6 +622,7 @@ def run_report(module):
         "cases": results,
         "interventions": [i for r in results for i in r.get("interventions") or []],
         "leftovers_removed": p.get("leftovers") or [],
+        "provenance": p.get("provenance") or {},
         "cost": R.cost_section(results, p.get("gpus") or 1, p.get("rate") or 0),
     }
     folder, written = write_report(
