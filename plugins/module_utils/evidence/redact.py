@@ -56,10 +56,12 @@ DEFAULT_SECRET_KEY_PATTERN = (
 )
 
 # Names that match the secret pattern but hold a reference, a path or a setting, not a secret:
-# secretName, token_file, --tls-private-key-file, tokenSecretNamespace, --token-ttl.
+# secretName, token_file, --tls-private-key-file, tokenSecretNamespace, --token-ttl, and the
+# keys of labels, annotations, taints... (KAI's --queue-label-key=kai.scheduler/queue).
 REFERENCE_NAME = re.compile(
-    r"(?i)(name|names|namespace|ref|file|path|dir|directory|url|uri|endpoint|ttl"
+    r"(?i)((name|names|namespace|ref|file|path|dir|directory|url|uri|endpoint|ttl"
     r"|seconds|timeout|type|kind|enabled|disabled|mode|length|size|count)$"
+    r"|(label|annotation|taint|toleration|selector|topology|sort|partition)[_.-]?keys?$)"
 )
 # A mapping key spelt `key` names something in Kubernetes (tolerations, label selectors,
 # secretKeyRef/configMapKeyRef, volume items): its value is judged by the value rules only.
