@@ -121,11 +121,27 @@ def kai_figures(lab: Lab, pods: int) -> list[tuple[str, float, str]]:
     return figures
 
 
+def reproduce(lab: Lab) -> None:
+    """One full run of playbooks/reproduce.yml on the lab, as a user runs it."""
+    venv_bin = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{venv_bin}:{lab.binaries()['helm'].parent}:{os.environ['PATH']}",
+           "KUBECONFIG": str(lab.cfg.kubeconfig)}  # fmt: skip
+    proc = subprocess.run(
+        [str(venv_bin / "ansible-playbook"), "playbooks/reproduce.yml"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        print(f"reproduce.yml exited {proc.returncode}: {proc.stdout[-2000:]}", file=sys.stderr)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cold", action="store_true", help="also time a build from empty caches")
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--kai-pods", type=int, default=100, help="fraction pods to time (0: skip)")
+    parser.add_argument(
+        "--no-reproduce", action="store_true", help="skip timing playbooks/reproduce.yml"
+    )
     args = parser.parse_args()
     quiet = lambda _m: None  # noqa: E731
     figures = []
@@ -155,6 +171,10 @@ def main() -> int:
     figures.append(("lab processes counted", len(pids), ""))
     if args.kai_pods:
         figures += kai_figures(lab, args.kai_pods)
+    if not args.no_reproduce:
+        figures.append(
+            ("reproduce.yml, both builds, all cases", timed(lambda: reproduce(lab)), "s")
+        )
     figures.append(("lab-down (delete the lab)", timed(lab.down), "s"))
     figures.append(("lab-up again (for the next user)", timed(lab.up), "s"))
 

@@ -51,7 +51,7 @@ lab-env: ## print exports for eval: KUBECONFIG, VIRTUAL_ENV, PATH with the venv 
 lab-plan: ## print every component command without running anything
 	@$(LAB) plan
 
-lab-bench: lab-deps $(VENV_STAMP) ## benchmark: warm up-to-Ready, delete time, idle memory (lab/bench.py --cold adds a cold build)
+lab-bench: lab-deps $(VENV_STAMP) ## benchmark: warm up-to-Ready, delete time, idle memory with KAI, KAI install/switch and 100 fraction pods, a full reproduce.yml (lab/bench.py --cold adds a cold build)
 	PYTHONPATH=$(CURDIR)/lab $(LAB_PY) lab/bench.py
 
 kai-versions: ## print the KAI version pair under test from meta/kai_releases.yml: pre=<v> patched=<v>
