@@ -21,6 +21,8 @@ description:
     run's evidence folder, with a utilisation and cost section over the run's window.
   - Observations (no GPU present, the isolation in place, memory contention) are reported as
     observations, apart from the verdicts.
+  - An outsider (the policy cases) that obtained a device through the tested path fails its
+    case and is named in RV(summary.outsiders_with_devices) and the reasons.
   - Touches no cluster. Never replaces a file.
 extends_documentation_fragment:
   - kaiops.runbooks.attributes
@@ -32,9 +34,10 @@ options:
     required: true
   cases:
     description:
-      - The cases in run order, each C(id) (one of V(whole_gpu), V(concurrent),
-        V(fractional_sharing), V(policy_denial), V(contention), V(isolation)), C(title) and
-        C(expectation), as declared before the run.
+      - The cases in run order, each C(id) (one of V(whole_gpu), V(concurrent), V(fractional),
+        V(fractional_sharing), V(policy_queue), V(policy_visible_devices), V(policy_whole_limit),
+        V(policy_denial), V(contention), V(isolation)), C(title) and C(expectation), as declared
+        before the run.
     type: list
     elements: dict
     required: true
@@ -72,11 +75,43 @@ options:
     type: list
     elements: str
     default: []
+  watches:
+    description:
+      - Per case, the observations M(kaiops.runbooks.kai_gpu_access_watch) kept (its
+        C(snapshots)).
+    type: dict
+    default: {}
+  admission:
+    description:
+      - Per case, what the submission of its pods got - C(rejected) (bool) and C(message) (the
+        API server's answer, an admission denial for instance).
+    type: dict
+    default: {}
+  plan:
+    description: The plan of M(kaiops.runbooks.kai_gpu_access_plan) (enforcement, figures).
+    type: dict
+    default: {}
+  expected_reasons:
+    description: Per policy outsider pod, the reason KAI must hold it back with.
+    type: dict
+    default: {}
+  outsider_queues:
+    description: Per policy outsider pod, the queue it named (shown in the report).
+    type: dict
+    default: {}
+  require_block_visible_devices:
+    description: Fail the policy case (b) unless the cluster blocks NVIDIA_VISIBLE_DEVICES.
+    type: bool
+    default: false
+  kai_scheduler:
+    description: schedulerName of KAI's pods.
+    type: str
+    default: kai-scheduler
   expected_isolation:
     description:
       - The isolation the deployment was asked to enforce (the assertion of the isolation case).
     type: str
-    choices: [none, time-slicing, mig, mps]
+    choices: [none, time-slicing, mig, mps, hami-core]
     default: none
   require_sharing:
     description: Report the run as failed unless fractional sharing passed.
@@ -131,6 +166,7 @@ summary:
     failed: 0
     not_run: 1
     failed_cases: []
+    outsiders_with_devices: []
     outcome: passed
     reasons: []
 cases:
@@ -177,9 +213,16 @@ def argspec():
             "kai": {"type": "dict", "default": {}},
             "skipped": {"type": "dict", "default": {}},
             "not_selected": {"type": "list", "elements": "str", "default": []},
+            "watches": {"type": "dict", "default": {}},
+            "admission": {"type": "dict", "default": {}},
+            "plan": {"type": "dict", "default": {}},
+            "expected_reasons": {"type": "dict", "default": {}},
+            "outsider_queues": {"type": "dict", "default": {}},
+            "require_block_visible_devices": {"type": "bool", "default": False},
+            "kai_scheduler": {"type": "str", "default": "kai-scheduler"},
             "expected_isolation": {
                 "type": "str",
-                "choices": ["none", "time-slicing", "mig", "mps"],
+                "choices": ["none", "time-slicing", "mig", "mps", "hami-core"],
                 "default": "none",
             },
             "require_sharing": {"type": "bool", "default": False},

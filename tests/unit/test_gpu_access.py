@@ -1,6 +1,7 @@
-"""module_utils/gpu_access.py: reading probe pods, the case rules, the isolation reading,
-the summary and the cost section. Pods and probe lines are built from a probe line and a
-pod captured on the lab (fake GPUs); no cluster."""
+"""module_utils/gpu_access (records, service, report): reading probe pods and what KAI made for
+them, the case rules, the outsiders, the isolation reading, the summary, the cost section and
+the report. Pods, probe lines and KAI's objects are built from ones captured on the lab (fake
+GPUs, the KAI stand-in, 2026-12-01); no cluster."""
 
 import copy
 import json
@@ -38,7 +39,8 @@ def probe_line(name, visible_devices=DEV_A, start=T0, end=T1, **over):
 
 def make_pod(name, case, gpu="1", phase="Succeeded", exit_code=0, node="kaiops-node",
              submitted="2026-11-30T07:53:58Z", started="2026-11-30T07:53:58Z",
-             finished="2026-11-30T07:54:06Z", fraction=None):  # fmt: skip
+             finished="2026-11-30T07:54:06Z", fraction=None, env=None, scheduler=None,
+             labels=None, annotations=None):  # fmt: skip
     limits = {"memory": "256Mi"}
     if gpu:
         limits["nvidia.com/gpu"] = gpu
@@ -47,12 +49,16 @@ def make_pod(name, case, gpu="1", phase="Succeeded", exit_code=0, node="kaiops-n
             "name": name,
             "namespace": "kaiops-gpu-access",
             "creationTimestamp": submitted,
-            "labels": {"kaiops.dev/gpu-access-case": case},
-            "annotations": {"gpu-fraction": fraction} if fraction else {},
+            "labels": dict({"kaiops.dev/gpu-access-case": case}, **(labels or {})),
+            "annotations": dict(
+                {"gpu-fraction": fraction} if fraction else {}, **(annotations or {})
+            ),
         },
         "spec": {
             "nodeName": node,
-            "containers": [{"name": "probe", "resources": {"limits": limits}}],
+            "containers": [
+                {"name": "probe", "resources": {"limits": limits}, "env": list(env or [])}
+            ],
         },
         "status": {
             "phase": phase,
@@ -74,6 +80,13 @@ def make_pod(name, case, gpu="1", phase="Succeeded", exit_code=0, node="kaiops-n
             ],
         },
     }
+    if scheduler:
+        pod["spec"]["schedulerName"] = scheduler
+    if phase == "Pending":
+        pod["status"]["containerStatuses"] = []
+        pod["status"]["conditions"] = []
+        if node is None:
+            del pod["spec"]["nodeName"]
     return pod
 
 
@@ -210,6 +223,278 @@ def test_rule_concurrent_fails_when_the_probes_did_not_overlap():
     assert verdict == ga.FAILED and "did not overlap" in observed
 
 
+# ------------------------------------------------------------- KAI's side, as on the lab
+
+NS = "kaiops-gpu-access"
+GROUP_F = "6dd157a1-3e75-4add-9b43-c442d21e48fa"
+GROUP_S = "b3e84110-aca6-4b58-ae20-ac580e5e6389"
+PREFIX_F = "fraction-lkhhrlr-shared-gpu"
+RESERVATION_F = "gpu-reservation-78f5db64f916e08a"
+TOGETHER = "2026-11-30T07:54:00.100000Z"
+
+
+def cm_env(cm):
+    return [
+        {"name": k, "valueFrom": {"configMapKeyRef": {"name": cm, "key": k}}}
+        for k in records.SHARING_ENV
+    ]
+
+
+def fraction_pod(name, case, prefix, group, queue="default-queue", env=None, **kw):
+    labels = {"kai.scheduler/queue": queue}
+    if group:
+        labels["runai-gpu-group"] = group
+    kw.setdefault("scheduler", "kai-scheduler")
+    return make_pod(
+        name,
+        case,
+        gpu=None,
+        fraction="0.5",
+        env=cm_env(prefix + "-0") if env is None else env,
+        labels=labels,
+        annotations={"runai/shared-gpu-configmap": prefix, "pod-group-name": "pg-" + name},
+        **kw,
+    )
+
+
+def fraction_log(name, prefix, device=DEV_B, portion="0.50", runai=None, **over):
+    visible = {
+        "NVIDIA_VISIBLE_DEVICES": device,
+        "GPU_PORTION": portion,
+        "RUNAI_NUM_OF_GPUS": portion if runai is None else runai,
+        "configmap": prefix,
+    }
+    return probe_line(name, device, visible=visible, **over)
+
+
+def configmap(name, data):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS}}
+    if data is not None:
+        cm["data"] = data
+    return cm
+
+
+def cm_data(device=DEV_B, portion="0.50"):
+    return {"GPU_PORTION": portion, "NVIDIA_VISIBLE_DEVICES": device, "RUNAI_NUM_OF_GPUS": portion}
+
+
+def reservation_pod(group, device=DEV_B, name=RESERVATION_F, created="2026-11-30T07:53:58Z"):
+    annotations = {"run.ai/reserve_for_gpu_index": device} if device else {}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "kai-resource-reservation",
+            "creationTimestamp": created,
+            "labels": {"app": "kai-resource-reservation", "runai-gpu-group": group},
+            "annotations": annotations,
+        },
+        "spec": {"nodeName": "kaiops-node"},
+        "status": {"phase": "Running"},
+    }
+
+
+def pod_group(pod, queue="default-queue", reasons=()):
+    return {
+        "metadata": {"name": "pg-" + pod, "ownerReferences": [{"kind": "Pod", "name": pod}]},
+        "spec": {"queue": queue},
+        "status": {
+            "schedulingConditions": [
+                {"type": "UnschedulableOnNodePool", "reason": r, "message": m} for r, m in reasons
+            ]
+        },
+    }
+
+
+def bind_request(pod, group, phase="Succeeded", reason=None):
+    return {
+        "metadata": {"name": pod},
+        "spec": {
+            "podName": pod,
+            "receivedResourceType": "Fraction",
+            "receivedGPU": {"count": 1, "portion": "0.50"},
+            "selectedGPUGroups": [group],
+        },
+        "status": {"phase": phase, "reason": reason},
+    }
+
+
+def observe(stage, pods, pgs=(), brs=(), cms=(), reservations=(), together=None, seen=TOGETHER):
+    snap = records.case_snapshot(
+        {
+            "pods": pods,
+            "pod_groups": list(pgs),
+            "bind_requests": list(brs),
+            "configmaps": list(cms),
+            "reservation_pods": list(reservations),
+        }
+    )
+    snap.update(
+        stage=stage,
+        met=True,
+        seen_at=seen,
+        elapsed_s=1.0,
+        polls=1,
+        all_running=together is not None,
+        all_running_seen_at=together,
+    )
+    return snap
+
+
+def with_kai(recs, watches):
+    return records.attach(recs, watches)
+
+
+def fractional_records(data=None, device=DEV_B, reservation_device=DEV_B, log=None, pod=None):
+    """The fractional case as the lab ran it: the pod, its probe line, two observations."""
+    pod = pod or fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F)
+    running = dict(pod, status={"phase": "Running"})
+    cms = [
+        configmap(PREFIX_F + "-0", cm_data(device) if data is None else data),
+        configmap(PREFIX_F + "-0-evar", None),
+        configmap("kube-root-ca.crt", {"ca.crt": "-----BEGIN CERTIFICATE-----"}),
+    ]
+    reservations = [reservation_pod(GROUP_F, reservation_device)] if reservation_device else []
+    watches = {
+        "fractional": [
+            observe(
+                "running",
+                [running],
+                [pod_group("fraction")],
+                [bind_request("fraction", GROUP_F)],
+                cms,
+                reservations + [reservation_pod("other-group", DEV_A, "gpu-reservation-other")],
+                together=TOGETHER,
+            ),
+            observe("ended", [pod], [pod_group("fraction")], [], cms, [], together=TOGETHER),
+        ]
+    }
+    log = fraction_log("fraction", PREFIX_F, device) if log is None else log
+    return with_kai([records.pod_record(pod, log)], watches)
+
+
+KAI_CONTEXT = dict(CONTEXT, kai_scheduler="kai-scheduler")
+
+
+def test_container_env_reads_values_and_configmap_references():
+    env = records.container_env(
+        {
+            "env": [
+                {"name": "A", "value": "1"},
+                {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "B"}}},
+                {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            ]
+        }
+    )
+    assert env == {
+        "A": {"value": "1"},
+        "B": {"configmap": "cm", "key": "B"},
+        "C": {"from": "fieldRef"},
+    }
+
+
+def test_case_snapshot_keeps_only_what_kai_made_for_this_case():
+    (rec_,) = fractional_records()
+    snap = rec_["kai"]
+    assert snap["configmap"] == PREFIX_F + "-0" and snap["configmap_data"] == cm_data()
+    assert snap["gpu_group"] == GROUP_F
+    assert snap["reservation"] == {
+        "name": RESERVATION_F,
+        "node": "kaiops-node",
+        "device": DEV_B,
+        "phase": "Running",
+        "created_at": "2026-11-30T07:53:58Z",
+        "group": GROUP_F,
+    }
+    assert (
+        snap["pod_group"]["queue"] == "default-queue" and snap["bind_request"]["portion"] == "0.50"
+    )
+    assert snap["phases"] == ["Running", "Succeeded"] and snap["running_together_at"] == TOGETHER
+
+
+def test_case_snapshot_leaves_out_other_configmaps_and_reservation_pods():
+    pod = fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F)
+    snap = observe(
+        "running",
+        [pod],
+        cms=[configmap("kube-root-ca.crt", {"ca.crt": "x"}), configmap(PREFIX_F + "-0", None)],
+        reservations=[reservation_pod("other-group")],
+    )
+    assert snap["configmaps"] == {PREFIX_F + "-0": None}
+    assert snap["reservations"] == {}
+
+
+def test_pod_record_reads_the_sharing_environment_and_runai_num_of_gpus():
+    (rec_,) = fractional_records()
+    assert rec_["visible"]["RUNAI_NUM_OF_GPUS"] == "0.50"
+    assert rec_["spec_env"]["GPU_PORTION"] == {"configmap": PREFIX_F + "-0", "key": "GPU_PORTION"}
+    assert rec_["scheduler"] == "kai-scheduler" and rec_["gpu_group"] == GROUP_F
+
+
+def test_rule_fractional_passes_when_container_configmap_and_reservation_agree():
+    verdict, observed, observations = ga.rule_fractional(fractional_records(), KAI_CONTEXT)
+    assert verdict == ga.PASSED, observed
+    assert "ConfigMap %s-0" % PREFIX_F in observed and RESERVATION_F in observed
+    assert observations == [
+        "observation: fraction: no GPU present (the check ran on the CPU: not GPU access)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"data": cm_data(DEV_A)}, "its container saw NVIDIA_VISIBLE_DEVICES="),
+        ({"data": {}}, "has no data"),
+        ({"reservation_device": DEV_A}, "its reservation pod %s holds %s" % (RESERVATION_F, DEV_A)),
+        ({"reservation_device": None}, "no reservation pod with run.ai/reserve_for_gpu_index"),
+        ({"log": fraction_log("fraction", PREFIX_F, portion="0.25")}, "GPU_PORTION '0.25', "),
+        ({"log": fraction_log("fraction", PREFIX_F, runai="1")}, "RUNAI_NUM_OF_GPUS '1' differs"),
+        ({"log": fraction_log("fraction", PREFIX_F, check={"passed": False})}, "check did not"),
+        (
+            {"pod": fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F, env=[])},
+            "does not take NVIDIA_VISIBLE_DEVICES, RUNAI_NUM_OF_GPUS, GPU_PORTION from one",
+        ),
+        (
+            {"pod": fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F, scheduler="x")},
+            "scheduled by x, not kai-scheduler",
+        ),
+    ],
+)  # fmt: skip
+def test_rule_fractional_fails_when_what_the_container_saw_disagrees(kwargs, reason):
+    verdict, observed, _unused = ga.rule_fractional(fractional_records(**kwargs), KAI_CONTEXT)
+    assert verdict == ga.FAILED and reason in observed, observed
+
+
+def test_rule_fractional_fails_when_the_configmap_was_never_seen():
+    recs = fractional_records()
+    recs[0]["kai"]["configmap_seen"] = False
+    verdict, observed, _unused = ga.rule_fractional(recs, KAI_CONTEXT)
+    assert verdict == ga.FAILED and "was not seen while the pod ran" in observed
+
+
+def sharing_records(groups=(GROUP_S, GROUP_S), devices=(DEV_B, DEV_B), together=TOGETHER,
+                    portions=("0.50", "0.50"), b_start="2026-11-30T07:53:58.9Z"):  # fmt: skip
+    pods, running, cms, reservations, logs = [], [], [], [], {}
+    for i, name in enumerate(("sharing-a", "sharing-b")):
+        prefix = name + "-bxzjtpw-shared-gpu"
+        pod = fraction_pod(name, "fractional_sharing", prefix, groups[i])
+        pods.append(pod)
+        running.append(dict(pod, status={"phase": "Running"}))
+        cms.append(configmap(prefix + "-0", cm_data(devices[i], portions[i])))
+        reservations.append(reservation_pod(groups[i], devices[i], "gpu-reservation-%d" % i))
+        start = T0 if i == 0 else b_start
+        logs[name] = fraction_log(name, prefix, devices[i], portions[i], started_at=start)
+    snaps = [observe("running", running, cms=cms, reservations=reservations, together=together)]
+    recs = [records.pod_record(p, logs[p["metadata"]["name"]]) for p in pods]
+    return with_kai(recs, {"fractional_sharing": snaps})
+
+
+def test_rule_fractional_sharing_passes_running_together_on_one_group_and_device():
+    verdict, observed, _unused = ga.rule_fractional_sharing(sharing_records(), KAI_CONTEXT)
+    assert verdict == ga.PASSED, observed
+    assert "Running together at %s (API)" % TOGETHER in observed
+    assert "portions 0.50 + 0.50 = 1.00" in observed
+
+
 def test_rule_fractional_sharing_is_not_run_without_kai():
     ctx = dict(
         CONTEXT, skipped={"fractional_sharing": "KAI Scheduler is not installed on this cluster"}
@@ -219,30 +504,186 @@ def test_rule_fractional_sharing_is_not_run_without_kai():
     assert observed == "not run: KAI Scheduler is not installed on this cluster"
 
 
-def sharing_pair(portion_b="0.5", dev_b=DEV_A):
-    extra = {"GPU_PORTION": "0.5", "configmap": "fraction-a-shared-0"}
-    pods = []
-    for name, portion, dev in (("fraction-a", "0.5", DEV_A), ("fraction-b", portion_b, dev_b)):
-        log = probe_line(
-            name, dev, visible=dict(extra, NVIDIA_VISIBLE_DEVICES=dev, GPU_PORTION=portion)
-        )
-        pods.append(rec(name, "fractional_sharing", log=log, gpu=None, fraction="0.5"))
-    return pods
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"together": None}, "never seen Running at the same time"),
+        ({"groups": (GROUP_S, GROUP_F)}, "not in one GPU group"),
+        ({"devices": (DEV_B, DEV_A)}, "did not share one device"),
+        ({"portions": ("0.50", "0.75")}, "add up to 1.25, more than one GPU"),
+        ({"b_start": "2026-11-30T07:54:07Z"}, "did not overlap in time"),
+    ],
+)
+def test_rule_fractional_sharing_fails_without_true_sharing(kwargs, reason):
+    verdict, observed, _unused = ga.rule_fractional_sharing(sharing_records(**kwargs), KAI_CONTEXT)
+    assert verdict == ga.FAILED and reason in observed, observed
 
 
-def test_rule_fractional_sharing_passes_on_one_shared_device_with_the_portion():
-    verdict, observed, _unused = ga.rule_fractional_sharing(sharing_pair(), CONTEXT)
+# ------------------------------------------------------------------------ the outsiders
+
+QUEUE_REASONS = {"no-queue": "QueueDoesNotExist", "zero-queue": "OverLimit"}
+QUEUES = {
+    "no-queue": "kaiops-gpu-access-no-such-queue",
+    "zero-queue": "kaiops-gpu-access-zero-limit",
+}
+
+
+def queue_records(reasons=None, injected=False):
+    """The two queue outsiders as the lab held them back (or, injected, as KAI ran them)."""
+    reasons = QUEUE_REASONS if reasons is None else reasons
+    recs, pods, pgs, brs, cms, res = [], [], [], [], [], []
+    for name, queue in QUEUES.items():
+        prefix = name + "-cnbqp84-shared-gpu"
+        if injected:
+            pod = fraction_pod(name, "policy_queue", prefix, GROUP_S, queue="default-queue")
+            log = fraction_log(name, prefix)
+            pgs.append(pod_group(name, "default-queue"))
+            brs.append(bind_request(name, GROUP_S))
+            cms.append(configmap(prefix + "-0", cm_data()))
+            res.append(reservation_pod(GROUP_S))
+        else:
+            pod = fraction_pod(
+                name, "policy_queue", prefix, None, queue=queue, phase="Pending", node=None
+            )
+            log = None
+            why = reasons.get(name)
+            pgs.append(pod_group(name, queue, [(why, "held")] if why else []))
+        pods.append(pod)
+        recs.append(records.pod_record(pod, log or ""))
+    snap = observe("decided", pods, pgs, brs, cms, res)
+    return with_kai(recs, {"policy_queue": [snap]})
+
+
+QUEUE_CONTEXT = dict(KAI_CONTEXT, expected_reasons=QUEUE_REASONS, outsider_queues=QUEUES)
+
+
+def test_rule_policy_queue_passes_when_kai_holds_both_back_with_its_reasons():
+    verdict, observed, _unused = ga.rule_policy_queue(queue_records(), QUEUE_CONTEXT)
     assert verdict == ga.PASSED, observed
-    assert "GPU_PORTION 0.5" in observed
+    assert "no-queue (queue kaiops-gpu-access-no-such-queue): Pending, node none" in observed
+    assert "reasons OverLimit (held)" in observed and "devices obtained: none" in observed
+
+
+def test_rule_policy_queue_fails_without_kais_reason():
+    recs = queue_records(reasons={"no-queue": "QueueDoesNotExist"})
+    verdict, observed, _unused = ga.rule_policy_queue(recs, QUEUE_CONTEXT)
+    assert verdict == ga.FAILED
+    assert "zero-queue: its PodGroup carries no reason, expected KAI's reason OverLimit" in observed
+
+
+def test_rule_policy_queue_fails_and_names_the_device_when_an_injected_outsider_gets_one():
+    recs = queue_records(injected=True)
+    verdict, observed, _unused = ga.rule_policy_queue(recs, QUEUE_CONTEXT)
+    assert verdict == ga.FAILED
+    assert "no-queue did not stay Pending: Succeeded" in observed
+    assert ga.OUTSIDER_FAILURE + ": no-queue (policy_queue): GPU group " + GROUP_S in observed
+    assert "reservation pod %s holding %s" % (RESERVATION_F, DEV_B) in observed
+    results = ga.evaluate([{"id": "policy_queue", "expectation": "x"}], recs, QUEUE_CONTEXT)
+    summary = ga.summarize(results, require_sharing=False)
+    assert [o["pod"] for o in results[0]["outsiders_with_devices"]] == ["no-queue", "zero-queue"]
+    assert summary["outcome"] == "failed"
+    assert summary["reasons"][-1].startswith(ga.OUTSIDER_FAILURE + ": no-queue (policy_queue)")
+
+
+def enforcement(block):
+    return {
+        "enforcement": {
+            "block_nvidia_visible_devices": {
+                "enabled": block,
+                "sources": [
+                    "kai-config spec.admission.blockNvidiaVisibleDevices=%s" % str(block).lower()
+                ],
+                "note": None,
+            }
+        }
+    }
+
+
+def names_devices(log=None):
+    pod = make_pod(
+        "names-devices",
+        "policy_visible_devices",
+        gpu=None,
+        scheduler="kai-scheduler",
+        env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+    )
+    return [records.pod_record(pod, log or probe_line("names-devices", "all"))]
+
+
+def test_rule_policy_visible_devices_reports_self_named_devices_when_not_blocked():
+    ctx = dict(KAI_CONTEXT, plan=enforcement(False))
+    verdict, observed, observations = ga.rule_policy_visible_devices(names_devices(), ctx)
+    assert verdict == ga.PASSED, observed
+    assert observed.startswith("blockNvidiaVisibleDevices not enforced: admitted")
+    assert "NVIDIA_VISIBLE_DEVICES='all', which it named itself" in observed
+    assert observations[0].startswith(
+        "observation: the cluster enforces blockNvidiaVisibleDevices: off (admission admitted"
+    )
+    assert any("sees devices ['all'] that it named itself" in o for o in observations)
+    results = ga.evaluate(
+        [{"id": "policy_visible_devices", "expectation": "x"}], names_devices(), ctx
+    )
+    assert results[0]["outsiders_with_devices"] == []
+
+
+def test_rule_policy_visible_devices_passes_when_admission_rejects_it_and_block_is_on():
+    adm = {"policy_visible_devices": {"rejected": True, "message": "denied the request: no"}}
+    ctx = dict(KAI_CONTEXT, plan=enforcement(True), admission=adm)
+    verdict, observed, observations = ga.rule_policy_visible_devices([], ctx)
+    assert verdict == ga.PASSED and observed.startswith("blockNvidiaVisibleDevices enforced")
+    assert "enforces blockNvidiaVisibleDevices: on (admission rejected" in observations[0]
 
 
 @pytest.mark.parametrize(
-    ("kw", "reason"),
-    [({"portion_b": "1"}, "GPU_PORTION '1'"), ({"dev_b": DEV_B}, "did not share one device")],
+    ("block", "require", "log", "reason"),
+    [
+        (True, False, None, "blockNvidiaVisibleDevices is on but admission let names-devices"),
+        (False, True, None, "kai_gpu_access_require_block_visible_devices is true"),
+        (
+            False,
+            False,
+            probe_line("names-devices", "all", gpu_present=True, devices=[{"uuid": DEV_A}]),
+            ga.OUTSIDER_FAILURE + ": names-devices (policy_visible_devices): the driver showed it",
+        ),
+    ],
+)  # fmt: skip
+def test_rule_policy_visible_devices_fails(block, require, log, reason):
+    ctx = dict(KAI_CONTEXT, plan=enforcement(block), require_block_visible_devices=require)
+    verdict, observed, _unused = ga.rule_policy_visible_devices(names_devices(log), ctx)
+    assert verdict == ga.FAILED and reason in observed, observed
+
+
+WRAPPED_DENIAL = (
+    'Failed to create object: {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+    '"message":"admission webhook \\"admission.kai-scheduler.svc\\" denied the request: cannot '
+    'have both GPU fraction request and whole GPU resource request/limit","reason":"Forbidden",'
+    '"code":403} '
 )
-def test_rule_fractional_sharing_fails_on_wrong_portion_or_separate_devices(kw, reason):
-    verdict, observed, _unused = ga.rule_fractional_sharing(sharing_pair(**kw), CONTEXT)
-    assert verdict == ga.FAILED and reason in observed
+
+
+def test_rule_policy_whole_limit_passes_on_kais_message():
+    ctx = dict(
+        KAI_CONTEXT, admission={"policy_whole_limit": {"rejected": True, "message": WRAPPED_DENIAL}}
+    )
+    verdict, observed, _unused = ga.rule_policy_whole_limit([], ctx)
+    assert verdict == ga.PASSED, observed
+    assert observed == (
+        'rejected by admission: admission webhook "admission.kai-scheduler.svc" denied the '
+        "request: cannot have both GPU fraction request and whole GPU resource request/limit"
+    )
+
+
+def test_rule_policy_whole_limit_fails_on_another_message_or_when_admitted():
+    ctx = dict(
+        KAI_CONTEXT, admission={"policy_whole_limit": {"rejected": True, "message": "quota"}}
+    )
+    verdict, observed, _unused = ga.rule_policy_whole_limit([], ctx)
+    assert verdict == ga.FAILED and "not with KAI's message" in observed
+    admitted = [rec("fraction-and-whole", "policy_whole_limit", fraction="0.5")]
+    ctx = dict(KAI_CONTEXT, admission={"policy_whole_limit": {"rejected": False, "message": ""}})
+    verdict, observed, _unused = ga.rule_policy_whole_limit(admitted, ctx)
+    assert verdict == ga.FAILED
+    assert "nvidia.com/gpu 1 on kaiops-node from the device plugin" in observed
 
 
 @pytest.mark.parametrize("value", [None, "", "void", "none"])
@@ -259,6 +700,12 @@ def test_rule_policy_denial_fails_when_the_outsider_sees_devices():
     verdict, observed, _unused = ga.rule_policy_denial([outsider], CONTEXT)
     assert verdict == ga.FAILED
     assert "outside the policy but saw devices ['GPU-injected-by-test']" in observed
+    results = ga.evaluate([{"id": "policy_denial", "expectation": "x"}], [outsider], CONTEXT)
+    assert results[0]["outsiders_with_devices"][0]["pod"] == "outsider"
+    assert ga.summarize(results, False)["outsiders_with_devices"] == [
+        "outsider (policy_denial): devices ['GPU-injected-by-test'] in "
+        "NVIDIA_VISIBLE_DEVICES='GPU-injected-by-test'"
+    ]
 
 
 def test_rule_policy_denial_fails_when_the_driver_shows_the_outsider_a_gpu():
@@ -274,39 +721,97 @@ def test_rule_policy_denial_fails_when_access_was_not_observed():
     assert verdict == ga.FAILED and "access was not observed" in observed
 
 
-def test_rule_contention_without_a_gpu_is_an_observation_not_a_measurement():
-    alloc = {"alloc": {"requested_mib": 256, "allocated_mib": 0, "on_device": False}}
-    pods = [
-        rec("contention-a", "contention", log=probe_line("contention-a", DEV_A, **alloc)),
-        rec("contention-b", "contention", log=probe_line("contention-b", DEV_B, **alloc)),
-    ]
-    verdict, _unused, observations = ga.rule_contention(pods, CONTEXT)
-    assert verdict == ga.PASSED
-    assert observations[0].startswith("observation: memory contention not observable without a GPU")
-    assert any("separate devices" in o for o in observations)
+# ---------------------------------------------------------------------------- contention
+
+FIGURES = {
+    "contention": {
+        "share": "0.6",
+        "device_memory_mib": 16384,
+        "alloc_mib": 9831,
+        "portion_mib": 8192,
+        "basis": "0.6 x 16384 MiB (label nvidia.com/gpu.memory of kaiops-node)",
+    }
+}
+CONTENTION_CONTEXT = dict(KAI_CONTEXT, plan=FIGURES)
 
 
-def test_rule_contention_on_a_gpu_records_what_each_allocation_got():
-    over = {"gpu_present": True, "devices": [{"uuid": DEV_A, "name": "H200"}]}
-    got = {"requested_mib": 90000, "allocated_mib": 50000, "satisfied": False, "on_device": True,
-           "error": "CUDA_ERROR_OUT_OF_MEMORY"}  # fmt: skip
-    pods = [
-        rec(n, "contention", log=probe_line(n, DEV_A, alloc=dict(got), **over))
-        for n in ("contention-a", "contention-b")
-    ]
-    verdict, _unused, observations = ga.rule_contention(pods, CONTEXT)
-    assert verdict == ga.PASSED
+def contention_pair(allocs=None, ids=(DEV_B, DEV_B), phases=("Succeeded", "Succeeded"), **over):
+    allocs = allocs or [{"requested_mib": 9831, "allocated_mib": 0, "on_device": False}] * 2
+    out = []
+    for i, name in enumerate(("contention-a", "contention-b")):
+        log = fraction_log(name, name + "-x-shared-gpu", ids[i], alloc=dict(allocs[i]), **over)
+        pod = fraction_pod(name, "contention", name + "-x-shared-gpu", GROUP_S, phase=phases[i])
+        out.append(records.pod_record(pod, log))
+    return out
+
+
+def test_rule_contention_on_fake_gpus_records_declared_figures_not_measurements():
+    verdict, observed, observations = ga.rule_contention(contention_pair(), CONTENTION_CONTEXT)
+    assert verdict == ga.PASSED, observed
     assert (
-        "observation: contention-a got 50000 of 90000 MiB (satisfied False, error: "
-        in observations[0]
+        "declared: each asks 9831 MiB (0.6 x 16384 MiB (label nvidia.com/gpu.memory of "
+        "kaiops-node)), over its portion of 8192 MiB by 1639 MiB; together 19662 MiB, over the "
+        "16384 MiB device by 3278 MiB"
+    ) in observed
+    assert "outcome: not observable without a GPU" in observed
+    assert observations[1].startswith(
+        "observation: memory contention not observable without a GPU: the figures above are"
     )
+
+
+GPU_SEEN = {"gpu_present": True, "devices": [{"uuid": DEV_B, "name": "H200"}]}
+GOT = {"requested_mib": 9831, "allocated_mib": 9831, "satisfied": True, "on_device": True}
+SHORT = {"requested_mib": 9831, "allocated_mib": 6553, "satisfied": False, "on_device": True,
+         "error": "cuMemAlloc(9831 MiB): CUDA_ERROR_OUT_OF_MEMORY"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("allocs", "phases", "outcome"),
+    [
+        (
+            [GOT, GOT],
+            ("Succeeded", "Succeeded"),
+            "both ran and got all the memory they asked for",
+        ),
+        (
+            [GOT, SHORT],
+            ("Succeeded", "Succeeded"),
+            "one got less than it asked for (out of memory): contention-b",
+        ),
+        (
+            [GOT, GOT],
+            ("Succeeded", "Failed"),
+            "both ran and got all the memory they asked for; ended Failed: contention-b",
+        ),
+    ],
+)  # fmt: skip
+def test_rule_contention_on_a_gpu_records_what_happened(allocs, phases, outcome):
+    pods = contention_pair(allocs, phases=phases, **GPU_SEEN)
+    verdict, observed, observations = ga.rule_contention(pods, CONTENTION_CONTEXT)
+    assert verdict == ga.PASSED, observed
+    assert observations == ["observation: contention: " + outcome]
+
+
+def test_rule_contention_fails_when_the_pods_did_not_share_a_device_or_end():
+    verdict, observed, _unused = ga.rule_contention(
+        contention_pair(ids=(DEV_A, DEV_B)), CONTENTION_CONTEXT
+    )
+    assert verdict == ga.FAILED and "did not share one device" in observed
+    pods = contention_pair(phases=("Succeeded", "Running"))
+    verdict, observed, _unused = ga.rule_contention(pods, CONTENTION_CONTEXT)
+    assert (
+        verdict == ga.FAILED and "contention-b did not end within the timeout: Running" in observed
+    )
+
+
+# ----------------------------------------------------------------------------- isolation
 
 
 @pytest.mark.parametrize(
     ("labels", "mechanism", "detail"),
     [
         ({}, "none", "none: fake devices"),
-        ({"run.ai/fake.gpu": None}, "none", "none (kaiops-node: mig.strategy=none"),
+        ({"run.ai/fake.gpu": None}, "none", "none (node kaiops-node: mig.strategy=none"),
         ({"run.ai/fake.gpu": None, "nvidia.com/mig.strategy": "single"}, "mig", "mig ("),
         ({"run.ai/fake.gpu": None, "nvidia.com/gpu.replicas": "4"}, "time-slicing", "time-slicing"),
         ({"run.ai/fake.gpu": None, "nvidia.com/gpu.sharing-strategy": "mps"}, "mps", "mps ("),
@@ -323,10 +828,64 @@ def test_observed_isolation_reads_node_labels(labels, mechanism, detail):
     assert found == mechanism and text.startswith(detail)
 
 
-def test_rule_isolation_asserts_the_expected_isolation():
+def kai_enforcement(sharing=True, hami=False):
+    def setting(value, where):
+        return {"enabled": value, "sources": ["%s=%s" % (where, str(value).lower())], "note": None}
+
+    return {
+        "enforcement": {
+            "gpu_sharing": setting(sharing, "kai-config spec.admission.gpuSharing"),
+            "hami_core": setting(hami, "binder plugin hamicore"),
+            "block_nvidia_visible_devices": setting(False, "admission"),
+        }
+    }
+
+
+def test_observed_isolation_is_time_slicing_for_kai_fractions_without_a_memory_limit():
+    found, text = ga.observed_isolation([lab_node()], sharing_records(), kai_enforcement())
+    assert found == "time-slicing"
+    assert "KAI: GPU sharing on (kai-config spec.admission.gpuSharing=true)" in text
+    assert "none set CUDA_DEVICE_MEMORY_LIMIT" in text
+    assert "so this is what the configuration would enforce on real GPUs" in text
+
+
+@pytest.mark.parametrize(
+    ("hami", "env", "annotations", "mechanism"),
+    [
+        (True, None, None, "hami-core"),
+        (False, [{"name": "CUDA_DEVICE_MEMORY_LIMIT", "value": "8192m"}], None, "hami-core"),
+        (False, None, {"mps": "true"}, "mps"),
+    ],
+)
+def test_observed_isolation_reads_hami_core_and_mps(hami, env, annotations, mechanism):
+    pods = sharing_records()
+    if env:
+        pods[0]["spec_env"]["CUDA_DEVICE_MEMORY_LIMIT"] = {"value": "8192m"}
+    if annotations:
+        pods[0]["annotations"].update(annotations)
+    found, _unused = ga.observed_isolation([lab_node()], pods, kai_enforcement(hami=hami))
+    assert found == mechanism
+
+
+def test_rule_isolation_asserts_what_was_asked_against_what_is_observed():
+    ctx = dict(CONTEXT, plan=kai_enforcement(), expected_isolation="time-slicing")
+    verdict, observed, observations = ga.rule_isolation(sharing_records(), ctx)
+    assert verdict == ga.PASSED
+    assert observed == (
+        "assertion: kai_gpu_access_expected_isolation=time-slicing; "
+        "enforced (observed): time-slicing"
+    )
+    assert observations[1].startswith("observation: time slicing does not isolate memory")
+    verdict, observed, _unused = ga.rule_isolation(
+        sharing_records(), dict(ctx, expected_isolation="mig")
+    )
+    assert verdict == ga.FAILED
+    assert "asked to enforce mig, the deployment enforces time-slicing" in observed
+
+
+def test_rule_isolation_without_kai_reads_the_fake_nodes():
     verdict, observed, observations = ga.rule_isolation([], CONTEXT)
     assert verdict == ga.PASSED
-    assert observed.startswith("assertion: kai_gpu_access_expected_isolation=none")
     assert observations[0].startswith("observation: isolation enforced: none: fake devices")
     verdict, observed, _unused = ga.rule_isolation([], dict(CONTEXT, expected_isolation="mig"))
     assert verdict == ga.FAILED and "asked to enforce mig, the deployment enforces none" in observed
@@ -335,32 +894,37 @@ def test_rule_isolation_asserts_the_expected_isolation():
 # ------------------------------------------------------------------------ evaluate, summary
 
 DECLARED = [{"id": i, "title": i, "expectation": "declared " + i} for i in ga.CASE_ORDER]
+NO_KAI = "KAI Scheduler is not installed on this cluster"
+KAI_CASES = (
+    "fractional",
+    "fractional_sharing",
+    "contention",
+    "policy_queue",
+    "policy_visible_devices",
+    "policy_whole_limit",
+)
 
 
 def test_evaluate_judges_every_declared_case_and_never_passes_one_that_did_not_run():
-    ctx = dict(
-        CONTEXT, skipped={"fractional_sharing": "KAI Scheduler is not installed on this cluster"}
-    )
+    ctx = dict(CONTEXT, skipped={c: NO_KAI for c in KAI_CASES})
     pods = [rec("whole-gpu", "whole_gpu")] + concurrent_pair()
     results = ga.evaluate(DECLARED, pods, ctx)
     verdicts = {r["id"]: r["verdict"] for r in results}
-    assert verdicts == {
-        "whole_gpu": "passed",
-        "concurrent": "passed",
-        "fractional_sharing": "not_run",
-        "policy_denial": "not_run",
-        "contention": "not_run",
-        "isolation": "passed",
-    }
+    assert verdicts == dict(
+        {c: "not_run" for c in KAI_CASES},
+        whole_gpu="passed",
+        concurrent="passed",
+        policy_denial="not_run",
+        isolation="passed",
+    )
     summary = ga.summarize(results, require_sharing=False)
-    assert summary["passed"] == 3 and summary["not_run"] == 3 and summary["outcome"] == "passed"
+    assert summary["passed"] == 3 and summary["not_run"] == 7 and summary["outcome"] == "passed"
+    assert summary["outsiders_with_devices"] == []
 
 
 def test_summarize_fails_when_sharing_is_required_but_did_not_run():
-    ctx = dict(
-        CONTEXT, skipped={"fractional_sharing": "KAI Scheduler is not installed on this cluster"}
-    )
-    results = ga.evaluate(DECLARED[2:3], [], ctx)
+    ctx = dict(CONTEXT, skipped={"fractional_sharing": NO_KAI})
+    results = ga.evaluate([DECLARED[3]], [], ctx)
     summary = ga.summarize(results, require_sharing=True)
     assert summary["outcome"] == "failed" and summary["failed_cases"] == []
     assert "KAI Scheduler is not installed" in summary["reasons"][0]
@@ -400,8 +964,61 @@ def test_cost_section_counts_the_probes_gpu_time_in_the_window():
     assert figures["completed_valid_jobs"] == 2
     assert figures["gpu_pool"] == ["kaiops-node/" + DEV_A, "kaiops-node/" + DEV_B]
     assert Decimal(figures["lost_busy_gpu_hours"]) == 0
+    assert figures["queue_age"] == {
+        "count": 2,
+        "p50_s": 0.0,
+        "max_s": 0.0,
+        "never_started": [],
+        "held_by_policy": [],
+    }
     assert "Busy time is not useful throughput" in markdown
     assert "no GPU present" in markdown
+    assert "Failure window: none in this run" in markdown
+
+
+def test_cost_section_counts_fractions_by_their_portion_and_never_self_named_devices():
+    pods = sharing_records() + names_devices() + queue_records()
+    figures, markdown = ga.cost_section(
+        pods, [lab_node()], "2026-11-30T07:53:50Z", "2026-11-30T07:54:30Z", "3"
+    )
+    # two halves of one GPU for 8 s: 8 busy GPU-seconds; "all" named by the outsider is no GPU
+    assert figures["gpu_pool"] == ["kaiops-node/" + DEV_B, "kaiops-node/unused-0"]
+    assert figures["busy_gpu_seconds"] == "8.000"
+    assert figures["completed_valid_jobs"] == 2
+    assert figures["queue_age"]["held_by_policy"] == ["no-queue", "zero-queue"]
+    assert (
+        "held back by the policy on purpose (not queue age, not loss): no-queue, zero-queue"
+        in markdown
+    )
+
+
+def test_cost_section_counts_a_failed_bind_as_loss_and_its_reservation_as_held_capacity():
+    pod = fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F, phase="Pending", node=None)
+    snap = observe(
+        "running",
+        [pod],
+        brs=[
+            bind_request(
+                "fraction", GROUP_F, "Failed", "Internal Error: assignment to entry in nil map"
+            )
+        ],
+        reservations=[reservation_pod(GROUP_F, created="2026-11-30T07:53:58Z")],
+        seen="2026-11-30T07:54:28Z",
+    )
+    pods = with_kai([records.pod_record(pod, "")], {"fractional": [snap]}) + concurrent_pair()
+    figures, markdown = ga.cost_section(
+        pods, [lab_node()], "2026-11-30T07:53:50Z", "2026-11-30T07:54:30Z", "3"
+    )
+    # Submitted 07:53:58, never started: half of the GPU its reservation pod holds (DEV_B) until
+    # the window's end (07:54:30) is 16 GPU-seconds, less the 8 s concurrent-b had DEV_B whole
+    # (a GPU is never more than fully busy): 12.
+    assert figures["delayed_workloads"] == ["fraction"]
+    assert figures["lost_busy_gpu_seconds"] == "12.000"
+    assert figures["reservation_held_gpu_seconds"] == "30.000"
+    assert figures["reservation_pods_of_failed_binds"] == [RESERVATION_F]
+    assert figures["queue_age"]["never_started"] == ["fraction"]
+    assert "Failure window: work that could not start when submitted" in markdown
+    assert "held idle by reservation pods of failed binds: 30.000 GPU-seconds" in markdown
 
 
 def test_cost_section_pads_the_pool_with_unused_devices_of_the_node():
@@ -419,7 +1036,10 @@ def test_cost_section_is_not_computed_without_an_allocated_device():
     assert markdown is None
 
 
-def test_build_report_renders_the_case_table_and_labels_no_gpu():
+# -------------------------------------------------------------------------------- report
+
+
+def report_params(**over):
     params = {
         "cluster": "lab",
         "cases": DECLARED,
@@ -428,14 +1048,21 @@ def test_build_report_renders_the_case_table_and_labels_no_gpu():
         "logs": {"whole-gpu": probe_line("whole-gpu")},
         "nodes": [lab_node()],
         "kai": {"installed": False},
-        "skipped": {"fractional_sharing": "KAI Scheduler is not installed on this cluster"},
-        "not_selected": ["concurrent", "policy_denial", "contention"],
+        "skipped": {c: NO_KAI for c in KAI_CASES},
+        "not_selected": ["concurrent", "policy_denial"],
         "expected_isolation": "none",
         "require_sharing": False,
         "fraction": "0.5",
         "rate": "3",
     }
-    document, markdown = ga_report.build_report(copy.deepcopy(params), "2026-11-30T07:54:30Z")
+    params.update(over)
+    return params
+
+
+def test_build_report_renders_the_case_table_and_labels_no_gpu():
+    document, markdown = ga_report.build_report(
+        copy.deepcopy(report_params()), "2026-11-30T07:54:30Z"
+    )
     assert document["summary"]["outcome"] == "passed"
     assert "| whole_gpu | declared whole_gpu |" in markdown
     assert "**passed (no GPU present)**" in markdown
@@ -443,3 +1070,51 @@ def test_build_report_renders_the_case_table_and_labels_no_gpu():
     assert row % "installed on this cluster | **not run**" in markdown
     assert "## Utilisation and cost of this run's window" in markdown
     json.dumps(document)
+
+
+def test_build_report_with_kai_shows_enforcement_fake_gpus_rejections_and_kai_objects():
+    pod = fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F)
+    plan = kai_enforcement()
+    plan["candidate_nodes"] = [
+        {"name": "kaiops-node", "gpus": 2, "gpu_memory_mib": 16384, "fake": True}
+    ]
+    params = report_params(
+        pods=[pod],
+        logs={"fraction": fraction_log("fraction", PREFIX_F)},
+        skipped={},
+        not_selected=[c for c in ga.CASE_ORDER if c not in ("fractional", "policy_whole_limit")],
+        kai={"installed": True, "version": "v0.16.14", "gpu_sharing": True},
+        plan=plan,
+        watches={"fractional": fractional_watch()},
+        admission={"policy_whole_limit": {"rejected": True, "message": WRAPPED_DENIAL}},
+    )
+    document, markdown = ga_report.build_report(copy.deepcopy(params), "2026-11-30T07:54:30Z")
+    verdicts = {c["id"]: c["verdict"] for c in document["cases"]}
+    assert verdicts["fractional"] == "passed" and verdicts["policy_whole_limit"] == "passed"
+    assert "- KAI enforces (read before the run): GPU sharing on" in markdown
+    assert (
+        "- GPU nodes a probe can land on: kaiops-node (2 GPUs, 16384 MiB each, fake devices)"
+        in markdown
+    )
+    assert "- **Fake GPUs**: these nodes advertise devices with no driver behind them" in markdown
+    assert "- policy_whole_limit: admission webhook" in markdown
+    assert "| %s-0 | %s |" % (PREFIX_F, DEV_B) in markdown
+    assert document["workloads"][0]["kai"]["reservation"]["name"] == RESERVATION_F
+    assert document["admission"]["policy_whole_limit"]["message"].startswith("admission webhook")
+    json.dumps(document)
+
+
+def fractional_watch():
+    pod = fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F)
+    running = dict(pod, status={"phase": "Running"})
+    return [
+        observe(
+            "running",
+            [running],
+            [pod_group("fraction")],
+            [bind_request("fraction", GROUP_F)],
+            [configmap(PREFIX_F + "-0", cm_data())],
+            [reservation_pod(GROUP_F)],
+            together=TOGETHER,
+        )
+    ]

@@ -1,12 +1,15 @@
-"""module_utils/gpu_access/runner.py and modules/kai_gpu_access_report.py: the report files,
-check mode, no evidence folder, and main() (argument spec = documentation, errors)."""
+"""module_utils/gpu_access/runner.py and the kai_gpu_access_* modules: the report files, check
+mode, no evidence folder; the plan and the watch through an in-memory client (reads only); and
+main() (argument spec = documentation, errors)."""
 
 import json
 import os
 
 import pytest
 from conftest import ExitJson, FailJson
+from fakeapi import FakeClient
 from test_gpu_access import DECLARED, lab_node, make_pod, probe_line
+from test_gpu_access_plan import LAB, NEEDS, OPTIONS
 from test_modules import compare, documented_options, load, run_main
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
@@ -126,3 +129,66 @@ def test_fail_json_is_never_reached_by_the_runner(fake_module, tmp_path):
     with pytest.raises((ExitJson, FailJson)) as done:
         runner.run_gpu_access_report(fake_module(params(str(tmp_path))), now=lambda: NOW)
     assert done.type is ExitJson
+
+
+# ------------------------------------------------------------------ plan and watch (reads only)
+
+
+def factory(client):
+    seen = {}
+
+    def make(kubeconfig, context, timeout):
+        seen.update(kubeconfig=kubeconfig, context=context, timeout=timeout)
+        return client
+
+    return make, seen
+
+
+def test_run_gpu_access_plan_reads_and_plans_without_writing(fake_module):
+    client = FakeClient(objects=LAB, served=["scheduling.run.ai/v2"])
+    make, seen = factory(client)
+    p = dict(OPTIONS, cluster="lab", kai_namespace="kai-scheduler", kai={"installed": True},
+             kubeconfig="/k", context=None, request_timeout=7)  # fmt: skip
+    with pytest.raises(ExitJson) as done:
+        runner.run_gpu_access_plan(fake_module(p), client_factory=make)
+    result = done.value.result
+    assert result["changed"] is False and result["plan"]["problems"] == []
+    assert result["plan"]["contention"]["alloc_mib"] == 9831
+    assert seen == {"kubeconfig": "/k", "context": None, "timeout": 7}
+    assert {entry[0] for entry in client.log} == {"read", "list"}
+
+
+def test_run_gpu_access_plan_under_check_mode_plans_every_case_as_not_run(fake_module):
+    client = FakeClient(objects=LAB, served=["scheduling.run.ai/v2"])
+    make, _unused = factory(client)
+    p = dict(OPTIONS, cluster="lab", kai_namespace="kai-scheduler", kai={"installed": True})
+    with pytest.raises(ExitJson) as done:
+        runner.run_gpu_access_plan(fake_module(p, check_mode=True), client_factory=make)
+    assert set(done.value.result["plan"]["skipped"]) == set(NEEDS)
+
+
+def test_run_gpu_access_watch_returns_one_observation_per_stage(fake_module):
+    pod = make_pod("whole-gpu", "whole_gpu")
+    pod["apiVersion"], pod["kind"] = "v1", "Pod"
+    client = FakeClient(objects=[pod])
+    make, _unused = factory(client)
+    p = {"namespace": "kaiops-gpu-access", "case": "whole_gpu", "stages": ["running", "ended"],
+         "timeout_s": 10, "poll_s": 1, "reservation_namespace": "kai-resource-reservation",
+         "reasons": {}}  # fmt: skip
+    with pytest.raises(ExitJson) as done:
+        runner.run_gpu_access_watch(
+            fake_module(p), client_factory=make, clock=lambda: 0.0, now=lambda: NOW, sleep=None
+        )
+    result = done.value.result
+    assert result["changed"] is False and result["met"] is True and result["case"] == "whole_gpu"
+    assert [s["stage"] for s in result["snapshots"]] == ["running", "ended"]
+    assert result["snapshots"][1]["pods"]["whole-gpu"]["phase"] == "Succeeded"
+    assert result["snapshots"][1]["seen_at"] == NOW
+
+
+def test_kai_gpu_access_watch_main_refuses_an_unknown_stage_before_any_request(capsys):
+    module = load("kai_gpu_access_watch")
+    args = {"namespace": "n", "case": "c", "stages": ["later"]}
+    code, result = run_main(module, args, capsys)
+    assert code == 1 and result["msg"].startswith("Failed to watch the case: unknown stages")
+    assert result["status"] == "invalid_input"

@@ -15,9 +15,17 @@ __metaclass__ = type
 import json
 from datetime import datetime, timezone
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
+
 CASE_LABEL = "kaiops.dev/gpu-access-case"
 # NVIDIA container runtime values that give a container no GPU device.
 NO_DEVICE_VALUES = (None, "", "void", "none")
+# The environment KAI's admission gives a fraction container, from its capabilities ConfigMap.
+SHARING_ENV = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
+# Set by the hamicore admission plugin: the HAMi-core memory limit of a fraction container.
+MEMORY_LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"
+POD_GROUP_ANNOTATION = "pod-group-name"
+ENDED = ("Succeeded", "Failed")
 
 
 def parse_time(value):
@@ -114,7 +122,201 @@ def pod_record(pod, log_text):
         "visible": {
             "NVIDIA_VISIBLE_DEVICES": visible.get("NVIDIA_VISIBLE_DEVICES"),
             "GPU_PORTION": visible.get("GPU_PORTION"),
+            "RUNAI_NUM_OF_GPUS": visible.get("RUNAI_NUM_OF_GPUS"),
             "configmap": visible.get("configmap"),
         },
         "devices": device_ids(visible.get("NVIDIA_VISIBLE_DEVICES")),
+        "spec_env": container_env(container),
+        "annotations": {
+            k: v
+            for k, v in annotations.items()
+            if k in (facts.SHARED_CM_ANNOTATION, "mps", facts.FRACTION_ANNOTATION)
+        },
+        "gpu_group": (meta.get("labels") or {}).get(facts.GPU_GROUP_LABEL),
+        "kai": None,
     }
+
+
+# ------------------------------------------------------------------ what KAI made, while running
+
+
+def container_env(container):
+    """{name: {"value": v} | {"configmap": name, "key": key} | {"from": "field"|"secret"|...}}."""
+    out = {}
+    for env in (container or {}).get("env") or []:
+        name = env.get("name")
+        if "value" in env:
+            out[name] = {"value": env.get("value")}
+            continue
+        source = env.get("valueFrom") or {}
+        ref = source.get("configMapKeyRef")
+        if ref:
+            out[name] = {"configmap": ref.get("name"), "key": ref.get("key")}
+        elif source:
+            out[name] = {"from": sorted(source)[0]}
+        else:
+            out[name] = {"value": ""}
+    return out
+
+
+def pod_state(pod):
+    """A pod as one observation keeps it: phase, node, group, sharing env, annotations."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    container = (spec.get("containers") or [{}])[0]
+    annotations = meta.get("annotations") or {}
+    return {
+        "phase": status.get("phase"),
+        "node": spec.get("nodeName"),
+        "scheduler": spec.get("schedulerName", "default-scheduler"),
+        "gpu_group": (meta.get("labels") or {}).get(facts.GPU_GROUP_LABEL),
+        "queue": (meta.get("labels") or {}).get("kai.scheduler/queue"),
+        "configmap_prefix": annotations.get(facts.SHARED_CM_ANNOTATION),
+        "pod_group": annotations.get(POD_GROUP_ANNOTATION),
+        "received_resource_type": annotations.get("received-resource-type"),
+        "runtime_class": spec.get("runtimeClassName"),
+        "env": {
+            k: v
+            for k, v in container_env(container).items()
+            if k in SHARING_ENV + (MEMORY_LIMIT_ENV,)
+        },
+    }
+
+
+def _reasons(pod_group):
+    status = pod_group.get("status") or {}
+    return [
+        {"type": c.get("type"), "reason": c.get("reason"), "message": c.get("message")}
+        for c in status.get("schedulingConditions") or []
+        if c.get("reason")
+    ]
+
+
+def case_snapshot(raw):
+    """One read of a case (client.case_state) as an observation: names to compact states.
+
+    ``pod_groups`` and ``bind_requests`` are keyed by the pod they are for; ``reservations`` by
+    GPU group, only for the groups of this case's pods and BindRequests; ``configmaps`` the data
+    (None: the ConfigMap has no data) of the GPU-sharing ConfigMaps of this case's pods.
+    """
+    pods = {}
+    for pod in raw.get("pods") or []:
+        pods[(pod.get("metadata") or {}).get("name")] = pod_state(pod)
+    by_group_name = {
+        state["pod_group"]: name for name, state in pods.items() if state.get("pod_group")
+    }
+    pod_groups = {}
+    for pg in raw.get("pod_groups") or []:
+        meta = pg.get("metadata") or {}
+        owner = next(
+            (o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"),
+            None,
+        )
+        pod = by_group_name.get(meta.get("name")) or owner
+        if pod in pods:
+            pod_groups[pod] = {
+                "name": meta.get("name"),
+                "queue": (pg.get("spec") or {}).get("queue"),
+                "reasons": _reasons(pg),
+            }
+    bind_requests = {}
+    for br in raw.get("bind_requests") or []:
+        spec = br.get("spec") or {}
+        status = br.get("status") or {}
+        if spec.get("podName") in pods:
+            bind_requests[spec.get("podName")] = {
+                "name": (br.get("metadata") or {}).get("name"),
+                "phase": status.get("phase"),
+                "reason": status.get("reason"),
+                "resource_type": spec.get("receivedResourceType"),
+                "portion": (spec.get("receivedGPU") or {}).get("portion"),
+                "groups": spec.get("selectedGPUGroups") or [],
+            }
+    groups = {s["gpu_group"] for s in pods.values() if s.get("gpu_group")}
+    for br in bind_requests.values():
+        groups.update(br["groups"])
+    reservations = {}
+    for rp in raw.get("reservation_pods") or []:
+        meta = rp.get("metadata") or {}
+        group = (meta.get("labels") or {}).get(facts.GPU_GROUP_LABEL)
+        if group in groups:
+            reservations[group] = {
+                "name": meta.get("name"),
+                "node": (rp.get("spec") or {}).get("nodeName"),
+                "device": (meta.get("annotations") or {}).get(facts.RESERVE_INDEX_ANNOTATION),
+                "phase": (rp.get("status") or {}).get("phase"),
+                "created_at": meta.get("creationTimestamp"),
+            }
+    prefixes = tuple(
+        s["configmap_prefix"] + "-" for s in pods.values() if s.get("configmap_prefix")
+    )
+    configmaps = {}
+    for cm in raw.get("configmaps") or []:
+        name = (cm.get("metadata") or {}).get("name") or ""
+        if prefixes and name.startswith(prefixes):
+            configmaps[name] = cm.get("data")
+    return {
+        "pods": pods,
+        "pod_groups": pod_groups,
+        "bind_requests": bind_requests,
+        "configmaps": configmaps,
+        "reservations": reservations,
+        "access": raw.get("access") or {},
+    }
+
+
+def kai_view(name, snapshots, spec_env):
+    """What the case's observations show of one pod on KAI's side (None without observations).
+
+    ``configmap`` is the ConfigMap the pod spec takes NVIDIA_VISIBLE_DEVICES from; its data and
+    the reservation pod of the pod's GPU group are taken from the first observation that shows
+    them (the reservation pod is gone once the fraction pods have ended).
+    """
+    seen = [s for s in snapshots or [] if name in (s.get("pods") or {})]
+    if not seen:
+        return None
+    states = [s["pods"][name] for s in seen]
+    env = spec_env or {}
+    if "NVIDIA_VISIBLE_DEVICES" not in env:
+        env = next((st.get("env") for st in states if st.get("env")), {}) or {}
+    group = next((st["gpu_group"] for st in states if st.get("gpu_group")), None)
+    cm_name = (env.get("NVIDIA_VISIBLE_DEVICES") or {}).get("configmap")
+    cm_seen = next((s["configmaps"] for s in seen if cm_name in (s.get("configmaps") or {})), None)
+    pod_group = next(
+        (s["pod_groups"][name] for s in reversed(seen) if name in (s.get("pod_groups") or {})),
+        None,
+    )
+    bind_requests = [
+        s["bind_requests"][name] for s in seen if name in (s.get("bind_requests") or {})
+    ]
+    groups = [group] + [g for br in bind_requests for g in br.get("groups") or []]
+    reservation = None
+    for s in seen:
+        for g in groups:
+            found = (s.get("reservations") or {}).get(g)
+            if found and (
+                reservation is None or (found.get("device") and not reservation.get("device"))
+            ):
+                reservation = dict(found, group=g)
+    return {
+        "gpu_group": group,
+        "node": next((st["node"] for st in reversed(states) if st.get("node")), None),
+        "configmap": cm_name,
+        "configmap_seen": cm_seen is not None,
+        "configmap_data": None if cm_seen is None else cm_seen.get(cm_name),
+        "pod_group": pod_group,
+        "bind_request": bind_requests[-1] if bind_requests else None,
+        "bind_failed": any(br.get("phase") == "Failed" for br in bind_requests),
+        "reservation": reservation,
+        "phases": [st["phase"] for st in states],
+        "running_together_at": seen[-1].get("all_running_seen_at"),
+        "last_seen_at": seen[-1].get("seen_at"),
+    }
+
+
+def attach(records, watches):
+    """Each record with its ``kai`` view from the observations of its case (``watches``)."""
+    for rec in records:
+        rec["kai"] = kai_view(rec["name"], (watches or {}).get(rec["case"]), rec.get("spec_env"))
+    return records

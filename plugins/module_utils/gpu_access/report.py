@@ -8,10 +8,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
-from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import pod_record
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import (
+    attach,
+    pod_record,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.service import (
     NO_GPU,
     PASSED,
+    admission_outcome,
     cost_section,
     evaluate,
     summarize,
@@ -20,6 +24,47 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.service
 
 def _cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _setting(setting):
+    state = {True: "on", False: "off", None: "unknown"}[(setting or {}).get("enabled")]
+    sources = "; ".join((setting or {}).get("sources") or []) or "not read"
+    return "%s (%s)" % (state, sources)
+
+
+def _enforcement_lines(document):
+    plan = document.get("plan") or {}
+    enforcement = plan.get("enforcement") or {}
+    if not enforcement:
+        return []
+    nodes = plan.get("candidate_nodes") or []
+    lines = [
+        "- KAI enforces (read before the run): GPU sharing %s; blockNvidiaVisibleDevices %s; "
+        "HAMi-core memory limit %s"
+        % (
+            _setting(enforcement.get("gpu_sharing")),
+            _setting(enforcement.get("block_nvidia_visible_devices")),
+            _setting(enforcement.get("hami_core")),
+        ),
+        "- GPU nodes a probe can land on: %s"
+        % (
+            ", ".join(
+                "%s (%s GPUs, %s MiB each%s)"
+                % (n["name"], n["gpus"], n["gpu_memory_mib"], ", fake devices" if n["fake"] else "")
+                for n in nodes
+            )
+            or "none"
+        ),
+    ]
+    if any(n.get("fake") for n in nodes):
+        lines.append(
+            "- **Fake GPUs**: these nodes advertise devices with no driver behind them; every "
+            'probe result on them reads "%s" (the check ran on the CPU), never GPU access' % NO_GPU
+        )
+    for setting in enforcement.values():
+        if setting.get("note"):
+            lines.append("- note: " + setting["note"])
+    return lines
 
 
 def render_markdown(document, cost_markdown):
@@ -45,6 +90,14 @@ def render_markdown(document, cost_markdown):
         ),
         "- namespace: %s; probe image %s"
         % (document.get("namespace"), document.get("probe_image")),
+    ]
+    lines += _enforcement_lines(document)
+    if summary.get("outsiders_with_devices"):
+        lines.append(
+            "- **outsiders that obtained a device**: %s"
+            % " | ".join(summary["outsiders_with_devices"])
+        )
+    lines += [
         "",
         'Verdicts judge the declared expectation (an assertion). Lines marked "observation" '
         'record what was seen and judge nothing. "not run" is never a pass.',
@@ -66,20 +119,23 @@ def render_markdown(document, cost_markdown):
             lines.append("- %s: %s" % (res["id"], obs))
     lines += ["", "## Workloads", ""]
     lines += [
-        "| pod | case | node | GPU request | submitted | scheduled | started | finished "
-        "| exit | devices | probe |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| pod | case | node | scheduler | GPU request | submitted | scheduled | started "
+        "| finished | exit | devices | GPU_PORTION | ConfigMap (pod spec) "
+        "| reservation pod device | probe |",
+        "|" + " --- |" * 15,
     ]
     for rec in document["workloads"]:
         probe = rec["probe"] or {}
+        kai = rec.get("kai") or {}
         lines.append(
-            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
             % tuple(
                 _cell(x)
                 for x in (
                     rec["name"],
                     rec["case"],
                     rec["node"],
+                    rec.get("scheduler"),
                     rec["gpu_fraction"]
                     and "fraction " + rec["gpu_fraction"]
                     or rec["gpu_request"]
@@ -90,6 +146,9 @@ def render_markdown(document, cost_markdown):
                     rec["finished_at"],
                     rec["exit_code"],
                     ",".join(rec["devices"]) or "none",
+                    rec["visible"].get("GPU_PORTION") or "-",
+                    kai.get("configmap") or "-",
+                    (kai.get("reservation") or {}).get("device") or "-",
                     "%s, %s" % (probe.get("mode"), probe.get("note") or "GPU")
                     if probe
                     else "no JSON",
@@ -99,9 +158,20 @@ def render_markdown(document, cost_markdown):
     lines += [
         "",
         "Times: submitted = creationTimestamp, scheduled = PodScheduled, started/finished = "
-        "the container's terminated state (the probe's own times are in gpu_access.json).",
+        "the container's terminated state (the probe's own times are in gpu_access.json). "
+        "ConfigMap and reservation pod: what KAI made for the pod, seen while it ran "
+        "(gpu_access.json `workloads[].kai`, `watches`).",
         "",
     ]
+    rejected = [
+        (case, adm)
+        for case, adm in sorted((document.get("admission") or {}).items())
+        if adm.get("rejected")
+    ]
+    if rejected:
+        lines += ["Rejected at submission (no pod was created):", ""]
+        lines += ["- %s: %s" % (case, _cell(adm.get("message"))) for case, adm in rejected]
+        lines.append("")
     if cost_markdown:
         lines += [cost_markdown]
     else:
@@ -117,10 +187,12 @@ def render_markdown(document, cost_markdown):
 def build_report(params, now):
     """The whole report document and its markdown, from the module's parameters."""
     logs = params.get("logs") or {}
+    watches = params.get("watches") or {}
     pods = [
         pod_record(pod, logs.get((pod.get("metadata") or {}).get("name"))) for pod in params["pods"]
     ]
     pods.sort(key=lambda r: (r["submitted_at"] or "", r["name"] or ""))
+    attach(pods, watches)
     skipped = dict(params.get("skipped") or {})
     context = {
         "skipped": skipped,
@@ -128,6 +200,12 @@ def build_report(params, now):
         "nodes": params.get("nodes") or [],
         "expected_isolation": params["expected_isolation"],
         "fraction": params.get("fraction", "0.5"),
+        "plan": params.get("plan") or {},
+        "admission": params.get("admission") or {},
+        "expected_reasons": params.get("expected_reasons") or {},
+        "outsider_queues": params.get("outsider_queues") or {},
+        "require_block_visible_devices": bool(params.get("require_block_visible_devices")),
+        "kai_scheduler": params.get("kai_scheduler") or "kai-scheduler",
     }
     results = evaluate(params["cases"], pods, context)
     summary = summarize(results, params["require_sharing"])
@@ -149,6 +227,12 @@ def build_report(params, now):
         "summary": summary,
         "cases": results,
         "workloads": pods,
+        "plan": params.get("plan") or {},
+        "admission": {
+            case: admission_outcome(outcome)
+            for case, outcome in (params.get("admission") or {}).items()
+        },
+        "watches": watches,
         "cost": figures,
     }
     return document, render_markdown(document, cost_md)

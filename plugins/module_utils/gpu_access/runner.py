@@ -1,12 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Runner of kai_gpu_access_report: the only layer that exits.
+"""Runners of the gpu_access modules: the only layer that exits.
 
-Builds the report with ``gpu_access/report.build_report`` and writes ``gpu_access.json`` and
-``gpu_access.md`` into the run's evidence folder through the one report writer. Touches no
-cluster; writes under ``--check`` too (the report is the run's evidence), reporting
-``changed=false``.
+- ``run_gpu_access_plan`` (kai_gpu_access_plan): the configuration reads, then ``plan.build_plan``.
+- ``run_gpu_access_watch`` (kai_gpu_access_watch): one case's pods followed through its stages
+  by ``waiter.watch``, each stage kept as an observation.
+- ``run_gpu_access_report`` (kai_gpu_access_report): builds the report with
+  ``report.build_report`` and writes ``gpu_access.json`` and ``gpu_access.md`` into the run's
+  evidence folder through the one report writer. Touches no cluster; writes under ``--check``
+  too (the report is the run's evidence).
+
+All three change nothing on any cluster and report ``changed=false``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,9 +19,22 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import time
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.client import (
+    GpuAccessClient,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.plan import build_plan
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import (
+    case_snapshot,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.report import build_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.waiter import (
+    check_stages,
+    watch,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient
 
 
 def utc_now():
@@ -37,4 +55,56 @@ def run_gpu_access_report(module, now=utc_now):
         cost=document["cost"],
         files=files,
         evidence_dir=root,
+    )
+
+
+# ------------------------------------------------------------------ the reads: plan and watch
+
+
+def _client(params, client_factory):
+    return client_factory(
+        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
+    )
+
+
+def run_gpu_access_plan(module, client_factory=KubeClient.from_options):
+    """Read the cluster's configuration and plan the run (plan.build_plan). Reads only."""
+    params = module.params
+    raw = GpuAccessClient(_client(params, client_factory)).configuration(params["kai_namespace"])
+    plan = build_plan(raw, params, params.get("kai") or {}, module.check_mode)
+    module.exit_json(changed=False, plan=plan)
+
+
+def run_gpu_access_watch(
+    module,
+    client_factory=KubeClient.from_options,
+    clock=time.monotonic,
+    now=utc_now,
+    sleep=time.sleep,
+):
+    """Follow one case's pods through its stages (waiter.watch). Reads only."""
+    params = module.params
+    check_stages(params["stages"])  # bad input fails before any cluster call
+    reads = GpuAccessClient(_client(params, client_factory))
+
+    def read():
+        return case_snapshot(
+            reads.case_state(params["namespace"], params["case"], params["reservation_namespace"])
+        )
+
+    snapshots = watch(
+        read,
+        params["stages"],
+        params["timeout_s"],
+        params["poll_s"],
+        clock,
+        now,
+        sleep,
+        reasons=params.get("reasons") or {},
+    )
+    module.exit_json(
+        changed=False,
+        case=params["case"],
+        snapshots=snapshots,
+        met=all(s["met"] for s in snapshots),
     )

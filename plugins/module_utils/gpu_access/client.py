@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Client layer of gpu_access: the reads, I/O only, no decisions.
+
+Two reads, each one dict of what the API server answered:
+
+- ``configuration``: what the cluster is configured to enforce, read before any workload is
+  declared: KAI's Config ``kai-config``, the admission and binder Deployments (their container
+  arguments), the queues, the nodes. Each section is optional: a 403 or an API the cluster does
+  not serve is recorded in ``access`` and the rest carries on.
+- ``case_state``: the KAI side of one case's pods while they run: the pods, their PodGroups and
+  BindRequests, the ConfigMaps of the namespace and the reservation pods (namespace
+  ``kai-resource-reservation``). The namespace is the run's own; nothing else is read there.
+
+The decisions are in ``plan.py`` (configuration) and ``service.py`` (the rules).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
+
+POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
+CASE_LABEL = "kaiops.dev/gpu-access-case"
+RESERVATION_APP_LABEL = "app=kai-resource-reservation"
+
+
+class GpuAccessClient(object):
+    """Reads of kai_gpu_access_plan and kai_gpu_access_watch over one KubeClient."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def configuration(self, kai_namespace):
+        """KAI's configuration, its admission and binder arguments, the queues and the nodes."""
+        client = self._client
+        access = {}
+        raw = {"access": access, "kai_namespace": kai_namespace}
+        raw["kai_config"] = read_optional(
+            access,
+            "kai_config",
+            lambda: client.read(facts.KAI_CONFIG[0], facts.KAI_CONFIG[1], facts.KAI_CONFIG_NAME),
+            not_found="absent",
+        )
+        raw["deployments"] = read_optional(
+            access,
+            "deployments",
+            lambda: client.list(*facts.DEPLOYMENT, namespace=kai_namespace),
+            not_found="absent",
+        )
+        raw["queues"] = read_optional(
+            access, "queues", lambda: client.list(*facts.QUEUE), not_found="absent"
+        )
+        raw["nodes"] = read_optional(
+            access, "nodes", lambda: client.list("v1", "Node"), not_found="absent"
+        )
+        return raw
+
+    def case_state(self, namespace, case, reservation_namespace=facts.RESERVATION_NAMESPACE):
+        """One read of a case's pods and what KAI made for them (see the module docstring)."""
+        client = self._client
+        access = {}
+        selector = "%s=%s" % (CASE_LABEL, case)
+        raw = {"access": access}
+        raw["pods"] = client.list("v1", "Pod", namespace, label_selector=selector)
+        raw["pod_groups"] = read_optional(
+            access,
+            "pod_groups",
+            lambda: client.list(*POD_GROUP, namespace=namespace),
+            not_found="absent",
+        )
+        raw["bind_requests"] = read_optional(
+            access,
+            "bind_requests",
+            lambda: client.list(*facts.BIND_REQUEST, namespace=namespace),
+            not_found="absent",
+        )
+        raw["configmaps"] = read_optional(
+            access,
+            "configmaps",
+            lambda: client.list("v1", "ConfigMap", namespace),
+            not_found="absent",
+        )
+        raw["reservation_pods"] = read_optional(
+            access,
+            "reservation_pods",
+            lambda: client.list(
+                "v1", "Pod", reservation_namespace, label_selector=RESERVATION_APP_LABEL
+            ),
+            not_found="absent",
+        )
+        return raw
