@@ -386,3 +386,20 @@ def test_inventory_lists_only_kai_components_and_records_no_args():
     assert binder["flags"] == ["--fake-gpu-nodes"] and binder["tag"] == "v0.16.13"
     assert inventory["kai"]["binder"]["containers"][0]["image"].endswith("binder:v0.16.13")
     assert inventory["gpu_sharing"]["admission_arg"] is True
+
+
+def test_a_standin_is_named_next_to_its_version():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import report, service
+
+    dep = {
+        "metadata": {"name": "binder", "labels": {"kaiops.dev/kai-implementation": "standin"}},
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "binder", "image": "r/binder:v0.16.13"}]}}
+        },
+    }
+    assert service.component(dep, [])["implementation"] == "standin"
+    assert service.component({"metadata": {"name": "binder"}}, [])["implementation"] == "kai"
+    cell = report._version_cell({"version": "v0.16.13", "implementation": "standin",
+                                 "implementation_label": "KAI stand-in"})  # fmt: skip
+    assert cell == "v0.16.13 (KAI stand-in)"
+    assert report._version_cell({"version": "v0.16.13", "implementation": "kai"}) == "v0.16.13"

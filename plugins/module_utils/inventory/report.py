@@ -47,6 +47,13 @@ def _cell(value):
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def _version_cell(kai):
+    """The version, and "KAI stand-in" next to it where the cluster runs the lab's stand-in."""
+    if kai.get("implementation") == "standin":
+        return "%s (%s)" % (kai.get("version"), kai.get("implementation_label"))
+    return kai.get("version")
+
+
 def render_markdown(clusters, summary, affected_range, generated_at=None, fixed_version=None):
     """inventory.md; ``fixed_version``: the release that fixes the panic (meta/kai_releases.yml)."""
     lines = ["# KAI Scheduler inventory", ""]
@@ -81,7 +88,7 @@ def render_markdown(clusters, summary, affected_range, generated_at=None, fixed_
                     (entry.get("server_version") or {}).get("git_version"),
                     "-"
                     if entry.get("error")
-                    else kai.get("version")
+                    else _version_cell(kai)
                     if kai.get("installed")
                     else "not installed",
                     (entry.get("gpu_sharing") or {}).get("enabled"),

@@ -21,6 +21,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts a
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     ADMISSION_SHARING_ARG,
     FRACTION_ANNOTATIONS,
+    IMPLEMENTATION_LABEL,
+    IMPLEMENTATION_NAMES,
     NIL_MAP_REASON,
     NODE_LABELS,
     SHARED_CM_ANNOTATION,
@@ -133,6 +135,7 @@ def component(deployment, pods):
         "restarts": sum(restarts.values()),
         "containers": containers,
         "helm_release": _annotations(deployment).get("meta.helm.sh/release-name"),
+        "implementation": (_labels(deployment).get(IMPLEMENTATION_LABEL) or "kai"),
     }
 
 
@@ -317,6 +320,8 @@ def analyse(
     admission = by_name.get(admission_name)
     config = raw.get("kai_config")
     installed = bool(binder or operator_comp)
+    kinds = set(c.get("implementation") for c in components)
+    implementation = ("standin" if "standin" in kinds else "kai") if installed else None
 
     binder_container = _main_container(binder, binder_name) if binder else None
     operator_container = _main_container(operator_comp, "operator") if operator_comp else None
@@ -403,6 +408,8 @@ def analyse(
             "namespace": raw.get("namespace"),
             "version": version,
             "version_source": version_source if version else None,
+            "implementation": implementation,
+            "implementation_label": IMPLEMENTATION_NAMES.get(implementation),
             "binder": binder,
             "operator": operator_comp,
             "components": components,

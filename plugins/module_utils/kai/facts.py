@@ -47,6 +47,10 @@ COMPONENTS = (
 )
 COMPONENT_PREFIX = "kai-scheduler-"
 HELM_RELEASE_ANNOTATION = "meta.helm.sh/release-name"
+# Every object of the lab's KAI stand-in carries this label (value "standin"): reports say
+# "KAI stand-in" next to the version wherever they ran on one. Nothing else depends on it.
+IMPLEMENTATION_LABEL = "kaiops.dev/kai-implementation"
+IMPLEMENTATION_NAMES = {"standin": "KAI stand-in", "kai": "KAI"}
 # Container flags that decide a verdict: the only args the inventory records (exact names, or
 # a prefix ending in '-'). Anything else a container is started with stays out of evidence.
 VERDICT_FLAGS = (
