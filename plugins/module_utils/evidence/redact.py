@@ -18,12 +18,12 @@ The policy judges keys *and* values:
   and holding ``NVIDIA_VISIBLE_DEVICES``/``GPU_PORTION``) keep keys and values: they are the
   evidence.
 - **Keys**: the value of a key whose name looks secret (``key_pattern``) is replaced, unless the
-  name says it holds a reference (``secretName``, ``tokenFile``, a bare ``key`` as in
-  tolerations, selectors and ``secretKeyRef``). ``{name, value}`` pairs (env) are judged by the
-  pair's name.
+  name says it holds a reference (``REFERENCE_NAME``: ``secretName``, ``token_file``,
+  ``--queue-label-key``; and a mapping key spelt ``key``, as in tolerations, selectors and
+  ``secretKeyRef``). ``{name, value}`` pairs (env) are judged by the pair's name too.
 - **Lists of arguments**: ``["--api-token", "<value>"]`` replaces the value after a bare flag
   whose name looks secret.
-- **Text** (every string, and whole text files; ``TEXT_RULES``): PEM blocks, JWTs, bearer
+- **Text** (every string, and whole text files; ``TextRules``): PEM blocks, JWTs, bearer
   tokens, the password of ``scheme://user:password@host`` (scheme, user and host kept),
   ``--<secret name>=<value>`` and ``--<secret name> <value>``, ``<secret name>=<value>`` and
   ``"<secret name>": "<value>"``, and long high-entropy strings. Hex strings (hashes, sha256
@@ -186,11 +186,15 @@ def _looks_credential(text):
 
 
 class TextRules(object):
-    """The value rules, over one string; each returns the new text and how many it replaced."""
+    """The value rules over one string (``apply``): each replaces what it finds with a marker."""
 
     PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(?:(?!-----END ).)*?(-----END \1-----|\Z)", re.S)
     JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*")
-    BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/-]{8,}=*)")
+    # 'Bearer <token>' (RFC 6750 characters) and 'Basic <base64>'.
+    BEARER = re.compile(
+        r"(?i)\b(bearer)(\s+)([A-Za-z0-9._~+/-]{8,}=*)"
+        r"|\b(basic)(\s+)([A-Za-z0-9+/]{8,}={0,2})(?![\w.~-])"
+    )
     URL_PASSWORD = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\s:/?#@<>\"']*):([^\s/?#@\"']+)@")
     # Where a value may follow a name: --flag=, --flag<space>, -flag=, name=, "name": (JSON in
     # text). An unquoted 'Name: value' is prose or YAML and left alone (YAML ConfigMap values are
@@ -230,6 +234,8 @@ class TextRules(object):
             if head.start() < done:
                 continue  # inside a value replaced already
             name = head.group("fname") or head.group("qname") or head.group("aname")
+            if head.group("qname") and name in REFERENCE_KEYS:
+                continue  # '"key": "nvidia.com/gpu"': JSON of a toleration, as for mappings
             spaced = head.group("fsep") is not None and head.group("fsep").strip() == ""
             if spaced and head.group("fd") == "-":
                 continue  # '-x word': a short option's argument is not judged
@@ -264,9 +270,10 @@ class TextRules(object):
 
     @staticmethod
     def _bearer(match):
-        if is_marker(match.group(3)) or not _looks_credential(match.group(3)):
+        group = 3 if match.group(3) is not None else 6
+        if is_marker(match.group(group)) or not _looks_credential(match.group(group)):
             return match.group(0)
-        return _value_group(match, 3)
+        return _value_group(match, group)
 
     @staticmethod
     def _url(match):
