@@ -240,8 +240,11 @@ def rollout_args(kube) -> list[str]:
     defaults (the run is refused, and still leaves its bundle)."""
     releases = yaml.safe_load((REPO / "meta" / "kai_releases.yml").read_text())
     pair = [releases["pair"]["pre"], releases["pair"]["patched"]]
-    binder = kube.json("-n", "kai-scheduler", "get", "deployment", "binder")
-    current = binder["spec"]["template"]["spec"]["containers"][0]["image"].rsplit(":", 1)[-1]
+    read = kube("-n", "kai-scheduler", "get", "deployment", "binder", "-o", "json", check=False)
+    current = None
+    if read.returncode == 0:
+        image = json.loads(read.stdout)["spec"]["template"]["spec"]["containers"][0]["image"]
+        current = image.rsplit(":", 1)[-1]
     args = ["-e", json.dumps({"kaiops_rollout_regression_waiver": WAIVER})]
     if current in pair:
         target = pair[1 - pair.index(current)]
