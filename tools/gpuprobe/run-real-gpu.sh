@@ -8,17 +8,22 @@
 # 2. Preflight: one probe with --require-gpu. No usable GPU: says so, exits 3.
 # 3. "shared": two probes at once on the same device, both --require-gpu, each
 #    allocating ALLOC_MIB and holding it HOLD_SECONDS so the two overlap; while they
-#    hold, nvidia-smi lists the compute processes on the device.
+#    hold, nvidia-smi lists the compute processes on the device. Both results are recorded
+#    together in shared.json, with whether they ran on the same device and how long their
+#    runs (the probes' own started_at/finished_at) overlapped.
 # 4. "contention" (CONTENTION=1, default): two probes at once, each asking for 60 % of
 #    the device's memory, so the sum exceeds the device; what each got is recorded
 #    (an observation: time-slicing does not isolate memory).
-# Everything goes to OUTPUT_DIR: the JSON lines (*.json), stderr (*.err), exit codes,
-# nvidia-smi output when nvidia-smi is present, and summary.txt.
+# Everything goes to OUTPUT_DIR: the JSON lines (*.json), each pair's record (shared.json,
+# contention.json), stderr (*.err), exit codes, nvidia-smi output when nvidia-smi is
+# present, and summary.txt.
 #
-# Exit: 0 both "shared" probes passed on the GPU with their allocation satisfied;
+# Exit: 0 both "shared" probes passed on the GPU with their allocation satisfied, on the same
+#         device, at the same time;
 #       1 a computation mismatch (any phase); 2 the probe could not be found or built;
 #       3 no GPU present; 4 a GPU driver error in the "shared" phase;
-#       5 a "shared" probe did not get its allocation.
+#       5 a "shared" probe did not get its allocation;
+#       6 the two "shared" probes did not run on the same device at the same time.
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -112,6 +117,36 @@ run_pair() {
 	done
 }
 
+# epoch TIME: seconds since the epoch (with nanoseconds) of an RFC 3339 time; empty if unreadable
+epoch() { [ -n "$1" ] && date -u -d "$1" +%s.%N 2>/dev/null; }
+
+# record_pair PHASE: both probes' results in PHASE.json, with same_device and overlap_s; prints
+# "same_device overlap_s" (overlap_s "null" when a probe gave no times)
+record_pair() {
+	local phase=$1 i f u1 u2 s1 s2 e1 e2 overlap=null same=false lines=()
+	f=$out/$phase-1.json
+	u1=$(field uuid "$f")
+	s1=$(epoch "$(field started_at "$f")")
+	e1=$(epoch "$(field finished_at "$f")")
+	f=$out/$phase-2.json
+	u2=$(field uuid "$f")
+	s2=$(epoch "$(field started_at "$f")")
+	e2=$(epoch "$(field finished_at "$f")")
+	if [ -n "$s1" ] && [ -n "$s2" ] && [ -n "$e1" ] && [ -n "$e2" ]; then
+		overlap=$(awk -v a="$s1" -v b="$s2" -v c="$e1" -v d="$e2" \
+			'BEGIN { s = (a > b) ? a : b; e = (c < d) ? c : d; printf "%.3f", e - s }')
+	fi
+	[ -n "$u1" ] && [ "$u1" = "$u2" ] && same=true
+	for i in 1 2; do
+		f=$out/$phase-$i.json
+		if [ -s "$f" ]; then lines+=("$(head -n1 "$f")"); else lines+=(null); fi
+	done
+	printf '{"schema":"kaiops.gpuprobe-pair/v1","phase":"%s","same_device":%s,"devices":["%s","%s"],"overlap_s":%s,"exit_codes":[%s,%s],"probes":[%s,%s]}\n' \
+		"$phase" "$same" "$u1" "$u2" "$overlap" "$(cat "$out/$phase-1.rc")" "$(cat "$out/$phase-2.rc")" \
+		"${lines[0]}" "${lines[1]}" >"$out/$phase.json"
+	echo "$same $overlap"
+}
+
 summarise() {
 	local phase=$1 i f
 	for i in 1 2; do
@@ -126,14 +161,18 @@ summarise() {
 # --- 3. shared ---------------------------------------------------------------------
 say "phase shared: two probes, ${ALLOC_MIB} MiB each, held ${HOLD_SECONDS}s"
 run_pair shared "$ALLOC_MIB"
+read -r shared_same shared_overlap < <(record_pair shared)
 summarise shared >"$out/summary.txt"
+echo "shared     same device: $shared_same, overlap ${shared_overlap} s (shared.json)" >>"$out/summary.txt"
 
 # --- 4. contention -----------------------------------------------------------------
 if [ "$CONTENTION" = "1" ] && [ -n "$total_mib" ]; then
 	each=$((total_mib * 60 / 100))
 	say "phase contention: two probes, ${each} MiB each (device ${total_mib} MiB)"
 	run_pair contention "$each"
+	read -r cont_same cont_overlap < <(record_pair contention)
 	summarise contention >>"$out/summary.txt"
+	echo "contention same device: $cont_same, overlap ${cont_overlap} s (contention.json)" >>"$out/summary.txt"
 fi
 cat "$out/summary.txt" >&2
 
@@ -152,6 +191,10 @@ if [ "$status" -eq 0 ]; then
 			status=5
 		fi
 	done
+fi
+if [ "$status" -eq 0 ] && { [ "$shared_same" != true ] || ! awk -v o="$shared_overlap" 'BEGIN { exit !(o + 0 > 0) }'; }; then
+	say "the two shared probes did not run on the same device at the same time"
+	status=6
 fi
 say "done: exit $status"
 exit "$status"

@@ -6,9 +6,18 @@
 //
 // Environment: FAKECUDA_MODE = ok (default) | nodevice | wrong | launchfail
 //              FAKECUDA_MEM_MIB = device memory in MiB (default 256)
+//              FAKECUDA_SHARED_FILE = a file that holds the bytes in use, so that several
+//                processes share one "device" (read and written under flock): two probes
+//                then contend for its memory as on a real GPU. Unset: each process has its own.
+//              FAKECUDA_UUID_PER_PROCESS = 1: the device UUID carries the process id, so two
+//                processes see two different devices (tests the "same device" check).
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -52,29 +61,74 @@ CUresult cuDeviceGetName(char *name, int len, int d) {
 CUresult cuDeviceGetUuid(unsigned char *u, int d) {
 	(void)d;
 	for (int i = 0; i < 16; i++) u[i] = (unsigned char)(0x10 + i);
+	const char *per = getenv("FAKECUDA_UUID_PER_PROCESS");
+	if (per && strcmp(per, "1") == 0) {
+		unsigned pid = (unsigned)getpid();
+		for (int i = 0; i < 4; i++) u[12 + i] = (unsigned char)(pid >> (8 * i));
+	}
 	return 0;
 }
 CUresult cuDeviceTotalMem_v2(size_t *b, int d) { (void)d; *b = capacity(); return 0; }
+
+// shared_add adds delta bytes to the device's use; 2 (out of memory) when it would exceed the
+// capacity. With FAKECUDA_SHARED_FILE the use is the file's, across processes; else this one's.
+static int shared_add(long long delta, size_t *now) {
+	const char *path = getenv("FAKECUDA_SHARED_FILE");
+	if (!path || !*path) {
+		if (delta > 0 && used + (size_t)delta > capacity()) return 2;
+		used = (size_t)((long long)used + delta);
+		if (now) *now = used;
+		return 0;
+	}
+	int fd = open(path, O_RDWR | O_CREAT, 0600);
+	if (fd < 0) return 1;
+	flock(fd, LOCK_EX);
+	char buf[32] = {0};
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	long long cur = n > 0 ? atoll(buf) : 0;
+	int rc = 0;
+	if (delta > 0 && (size_t)(cur + delta) > capacity()) {
+		rc = 2;
+	} else {
+		cur += delta;
+		if (cur < 0) cur = 0;
+		int len = snprintf(buf, sizeof buf, "%lld\n", cur);
+		if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)len, 0) != len) rc = 1;
+	}
+	if (now) *now = (size_t)cur;
+	flock(fd, LOCK_UN);
+	close(fd);
+	return rc;
+}
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)&used; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
 CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
-CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *t = capacity(); *f = capacity() - used; return 0; }
+CUresult cuMemGetInfo_v2(size_t *f, size_t *t) {
+	size_t now = 0;
+	if (shared_add(0, &now) != 0) return 1;
+	*t = capacity();
+	*f = capacity() - now;
+	return 0;
+}
 
 // each block carries its size in front of it
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 	if (bytes == 0) return 1;
-	if (used + bytes > capacity()) return 2;
+	int rc = shared_add((long long)bytes, NULL);
+	if (rc != 0) return rc;
 	size_t *blk = malloc(bytes + 16);
-	if (!blk) return 2;
+	if (!blk) {
+		shared_add(-(long long)bytes, NULL);
+		return 2;
+	}
 	blk[0] = bytes;
-	used += bytes;
 	*p = (CUdeviceptr)(uintptr_t)(blk + 2);
 	return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
 	size_t *blk = (size_t *)(uintptr_t)p - 2;
-	used -= blk[0];
+	shared_add(-(long long)blk[0], NULL);
 	free(blk);
 	return 0;
 }
