@@ -22,7 +22,7 @@ description:
   - Observations (no GPU present, the isolation in place, memory contention) are reported as
     observations, apart from the verdicts.
   - An outsider (the policy cases) that obtained a device through the tested path fails its
-    case and is named in RV(summary.outsiders_with_devices) and the reasons.
+    case and is named in the C(outsiders_with_devices) and C(reasons) of RV(summary).
   - Touches no cluster. Never replaces a file.
 extends_documentation_fragment:
   - kaiops.runbooks.attributes

@@ -107,7 +107,9 @@ OPTIONS = {
 KAI = {"installed": True, "gpu_sharing": True}
 
 
-def lab_plan(objects=LAB, kai=KAI, check_mode=False, **options):
+def lab_plan(objects=None, kai=None, check_mode=False, **options):
+    objects = LAB if objects is None else objects
+    kai = KAI if kai is None else kai
     client = FakeClient(objects=objects, served=["scheduling.run.ai/v2"])
     raw = GpuAccessClient(client).configuration("kai-scheduler")
     return plan.build_plan(raw, dict(OPTIONS, **options), kai, check_mode)

@@ -608,7 +608,7 @@ def contention_outcome(recs):
     """What happened to the two allocations, in words: the record the case keeps."""
     allocs = [(r, (r["probe"] or {}).get("alloc") or {}) for r in recs]
     failed = [r["name"] for r in recs if r["phase"] == "Failed" or r["reason"] == "OOMKilled"]
-    if not any(a.get("on_device") for _, a in allocs):
+    if not any(a.get("on_device") for _rec, a in allocs):
         text = (
             "not observable without a GPU: no device memory was allocated (%s); on fake GPUs "
             "the contention exists only as the declared figures" % NO_GPU
