@@ -325,3 +325,19 @@ def test_configmap_names_follow_the_container_layout():
     assert C.configmap_name("p-abc-shared-gpu", "single") == "p-abc-shared-gpu-0"
     assert C.configmap_name("p-abc-shared-gpu", "second") == "p-abc-shared-gpu-1"
     assert C.configmap_name("p-abc-shared-gpu", "init") == "p-abc-shared-gpu-i0"
+
+
+def test_cost_section_counts_a_failed_bind_window():
+    bound = {"name": "ok", "submit_to_bound_s": 1.0, "gpu_group": "g1", "completed": True}
+    stuck = {"name": "edge", "submit_to_bound_s": None, "gpu_group": None, "completed": False}
+    results = [
+        dict(case_result("nil_data", "v0.16.13", True, "pass"), observations=[stuck], duration_s=10.0,
+             reservation_held_s=9.0),
+        dict(case_result("creation", "v0.16.14", False, "pass"), observations=[bound], duration_s=10.0),
+    ]  # fmt: skip
+    got = R.cost_section(results, gpus=4, rate=2)
+    assert "error" not in got, got
+    assert got["gpus"] == 4 and got["completed_valid_jobs"] == 1
+    assert float(got["lost_busy_gpu_hours"]) > 0
+    assert float(got["reservation_held_gpu_hours"]) == pytest.approx(9.0 / 3600, abs=1e-4)
+    assert "held idle by reservation pods" in got["markdown"]

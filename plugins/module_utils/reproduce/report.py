@@ -108,7 +108,10 @@ def cost_section(results, gpus, rate):
         offset += length
     if not workloads:
         return None
-    window = cost.Window(start=Decimal(0), end=offset, gpus=max(1, gpus))
+    # the pool names the GPUs the workloads held (their groups) plus the rest of the cluster's
+    used = sorted(set(str(w.gpus) for w in workloads))
+    pool = used + ["idle-%d" % i for i in range(max(0, gpus - len(used)))]
+    window = cost.Window(start=Decimal(0), end=offset, gpus=pool)
     try:
         rep = cost.compute_report(window, workloads, rate)
     except cost.CostError as exc:
@@ -134,7 +137,7 @@ def cost_section(results, gpus, rate):
             % (queue_age["p50_s"], queue_age["max_s"], queue_age["count"])
         )
     return {
-        "gpus": max(1, gpus),
+        "gpus": len(pool),
         "window_hours": str(cost.q(offset)),
         "available_gpu_hours": str(rep.available_gpu_hours),
         "busy_gpu_hours": str(rep.busy_gpu_hours),
