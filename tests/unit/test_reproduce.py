@@ -331,9 +331,10 @@ def test_cost_section_counts_a_failed_bind_window():
     bound = {"name": "ok", "submit_to_bound_s": 1.0, "gpu_group": "g1", "completed": True}
     stuck = {"name": "edge", "submit_to_bound_s": None, "gpu_group": None, "completed": False}
     results = [
-        dict(case_result("nil_data", "v0.16.13", True, "pass"), observations=[stuck], duration_s=10.0,
-             reservation_held_s=9.0),
-        dict(case_result("creation", "v0.16.14", False, "pass"), observations=[bound], duration_s=10.0),
+        dict(case_result("nil_data", "v0.16.13", True, "pass"), observations=[stuck],
+             duration_s=10.0, reservation_held_s=9.0),
+        dict(case_result("creation", "v0.16.14", False, "pass"), observations=[bound],
+             duration_s=10.0),
     ]  # fmt: skip
     got = R.cost_section(results, gpus=4, rate=2)
     assert "error" not in got, got
