@@ -6,9 +6,9 @@
   every request it gets, and it gets none; the output has no connection error.
 - Missing regression evidence refuses too; the request being otherwise well-formed, the
   read-only cluster checks still run so the one refusal names every reason (here: no KAI).
-- With a waiver and KAI installed, every gate passes, KAI's state is snapshotted (Secret data
-  and secret-looking Helm values left out), and the run still fails: the upgrade is not built,
-  and is reported as not run.
+- With a waiver and KAI installed, under --check, every gate passes, KAI's state is snapshotted
+  (Secret data and secret-looking Helm values left out), and the run still fails: nothing was
+  upgraded, probed or rolled back, and each change step is reported as not run.
 Every run leaves report.json, report.md and junit.xml in a bundle that sha256sum -c verifies.
 """
 
@@ -210,7 +210,7 @@ def test_rollout_without_evidence_or_kai_refuses_with_both_reasons(tmp_path, fak
     assert sha256sum_ok(bundle)
 
 
-def test_rollout_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
+def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
     tmp_path, fake_api, monkeypatch
 ):
     monkeypatch.setitem(
@@ -224,7 +224,7 @@ def test_rollout_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
     (helm_dir / "helm").write_text(FAKE_HELM)
     (helm_dir / "helm").chmod(stat.S_IRWXU)
     host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
-    done, bundle = rollout(tmp_path, {"c1": host}, path_first=str(helm_dir))
+    done, bundle = rollout(tmp_path, {"c1": host}, "--check", path_first=str(helm_dir))
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
     assert "Rollout stopped after preflight on c1: every preflight gate passed" in out
@@ -241,8 +241,10 @@ def test_rollout_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
     assert "| Regression waiver | unit test (approved by pytest) |" in markdown
     steps = {s["step"]: s for s in cluster["steps"]}
     assert steps["snapshot"]["status"] == "done"
-    assert steps["upgrade"]["status"] == "not_run"
-    assert steps["upgrade"]["reason"].startswith("not built yet")
+    for step in ("baseline", "upgrade", "verify", "decision", "rollback"):
+        assert steps[step]["status"] == "not_run"
+        assert steps[step]["reason"].startswith("check mode (--check): nothing is upgraded")
+    assert not [e for e in events(bundle) if e["changed"]]
     assert junit_failures(bundle) == []
     snapshot = os.path.join(bundle, "snapshots", "before-change-c1")
     index = json.load(open(os.path.join(snapshot, "index.json")))

@@ -264,8 +264,9 @@ def test_report_of_a_cluster_without_a_record_says_it_failed_before_preflight():
 def test_report_default_pending_steps_come_from_the_pipeline():
     report = rollout_report.build(REQUEST, clusters(), "2026-11-30T00:00:00Z", "run-1")
     good = {s["step"]: s for s in report["clusters"]["good"]["steps"]}
-    assert [good[s]["status"] for s in ("upgrade", "verify", "rollback")] == ["not_run"] * 3
-    assert good["upgrade"]["reason"].startswith("not built yet")
+    change_steps = ("baseline", "upgrade", "verify", "decision", "rollback")
+    assert [good[s]["status"] for s in change_steps] == ["not_run"] * 5
+    assert good["upgrade"]["reason"].startswith("not reached: the run stopped before this step")
 
 
 @pytest.mark.parametrize(

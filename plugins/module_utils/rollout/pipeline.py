@@ -21,42 +21,44 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import os
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import (
     INVALID_WAIVER,
     cluster_gates,
     failed,
     failure_gate,
+    gate,
     snapshot_gate,
 )
 
 SCHEMA = "kaiops.rollout-record/v1"
 STEP_STATUSES = ("done", "failed", "not_run")
-NOT_BUILT = (
-    "not built yet: the Helm upgrade, the probe verification and the automatic rollback are the "
-    "rollout's next operations (issue 6)"
-)
+NOT_REACHED = "not reached: the run stopped before this step (see the steps before it)"
 
+# The rollout's steps in order and the operation of role kai_rollout that runs each. Every step
+# is built; a step a cluster did not reach is reported as not run with the reason recorded, or
+# NOT_REACHED.
 STAGES = (
     {"step": "request", "operation": "request", "built": True},
     {"step": "inventory", "operation": "preflight", "built": True},
+    {"step": "governance", "operation": "preflight", "built": True},
     {"step": "snapshot", "operation": "preflight", "built": True},
-    {"step": "upgrade", "operation": "upgrade", "built": False, "reason": NOT_BUILT},
-    {"step": "verify", "operation": "verify", "built": False, "reason": "not built yet (issue 6)"},
-    {
-        "step": "rollback",
-        "operation": "rollback",
-        "built": False,
-        "reason": "not built yet (issue 6)",
-    },
+    {"step": "baseline", "operation": "change", "built": True, "reason": NOT_REACHED},
+    {"step": "upgrade", "operation": "change", "built": True, "reason": NOT_REACHED},
+    {"step": "verify", "operation": "change", "built": True, "reason": NOT_REACHED},
+    {"step": "decision", "operation": "change", "built": True, "reason": NOT_REACHED},
+    {"step": "rollback", "operation": "change", "built": True, "reason": NOT_REACHED},
 )
+CHANGE_STEPS = tuple(s["step"] for s in STAGES if s["operation"] == "change")
 REFUSED_BEFORE_CLUSTER = "change request refused before any cluster call"
 
 
 def pending_steps():
-    """The steps not built yet, each {step, reason}, in pipeline order."""
-    return [{"step": s["step"], "reason": s["reason"]} for s in STAGES if not s["built"]]
+    """The change steps, each {step, reason}: a cluster that did not record one did not reach it."""
+    return [{"step": s["step"], "reason": s["reason"]} for s in STAGES if s.get("reason")]
 
 
 def _step(step, status, reason):
@@ -113,11 +115,37 @@ def add_skip(record, reason=REFUSED_BEFORE_CLUSTER):
 
 
 def add_inventory(record, inventory, namespace, reservation_namespace, helm_release):
-    """The read-only inventory of the cluster: its gates, the version and the snapshot plan."""
+    """The read-only inventory of the cluster: its gates, the version and the snapshot plan.
+
+    When an earlier run of this change was interrupted after it changed the cluster (the record's
+    ``change.resume``, from ``add_earlier``), the rollback target is judged against what that run
+    recorded before its change, not against the target that runs now.
+    """
     out = _copy(record)
     inventory = inventory or {}
     request = out.get("request") or {}
-    out["gates"] += cluster_gates(out.get("cluster"), inventory, request.get("rollback_target"))
+    resume = (out.get("change") or {}).get("resume")
+    judged = inventory
+    if resume and (inventory.get("kai") or {}).get("version") and resume.get("before"):
+        judged = copy.deepcopy(inventory)
+        judged["kai"]["version"] = resume["before"].get("version")
+    out["gates"] += cluster_gates(out.get("cluster"), judged, request.get("rollback_target"))
+    if resume:
+        out["gates"].append(
+            gate(
+                "cluster",
+                "resumed",
+                "run %s (%s) recorded %s at revision %s before its change"
+                % (
+                    resume.get("bundle"),
+                    resume.get("status"),
+                    (resume.get("before") or {}).get("version"),
+                    (resume.get("before") or {}).get("revision"),
+                ),
+                "the cluster runs the target already: the state before the change is that run's",
+                True,
+            )
+        )
     out["current_version"] = (inventory.get("kai") or {}).get("version")
     out["inventory_status"] = inventory.get("status") or "missing"
     out["evidence"] += ["inventory.md", "inventory.json"]
@@ -211,3 +239,410 @@ def snapshot_selections(inventory, namespace, reservation_namespace, helm_releas
             len(listed),
         )
     return selections, note
+
+
+# ---------------------------------------------------------------- the change window
+
+
+def _change(out):
+    return out.setdefault("change", {})
+
+
+def add_policy(record, policy_value, waves_value):
+    """The failed-gate policy and the waves of the change request (stage request, no cluster
+    read). A malformed one makes the request malformed: no cluster is read."""
+    out = _copy(record)
+    policy, problem = C.read_policy(policy_value)
+    out["gates"].append(
+        gate(
+            "request",
+            "failed_gate_policy",
+            C.policy_text(policy) if policy else policy_value,
+            C.POLICY_THRESHOLD,
+            problem is None,
+            problem or "",
+            C.POLICY_FIX if problem else "",
+        )
+    )
+    waves, wave_problem = C.read_waves(waves_value)
+    out["gates"].append(
+        gate(
+            "request",
+            "waves",
+            waves if waves else waves_value,
+            "clusters per wave: numbers >= 1 or percentages (Ansible serial)",
+            wave_problem is None,
+            wave_problem or "",
+            "set kaiops_rollout_waves to e.g. [1, '25%', '100%']" if wave_problem else "",
+        )
+    )
+    if problem or wave_problem:
+        out["request_well_formed"] = False
+        out["steps"][0] = _step(
+            "request",
+            "done",
+            "failed gates: %s" % ", ".join(g["gate"] for g in failed(out["gates"])),
+        )
+    _change(out)["policy"] = policy
+    _change(out)["waves"] = waves
+    return out
+
+
+def add_earlier(record, earlier):
+    """What earlier runs of this change left (``change.earlier_runs``): the approved run a
+    repeated run stands on, the interrupted runs (kept, listed) and the one resumed from."""
+    out = _copy(record)
+    change = _change(out)
+    change["interrupted_runs"] = list(earlier.get("interrupted") or [])
+    if earlier.get("approved"):
+        change["prior"] = earlier["approved"]
+    if earlier.get("origin"):
+        # The cluster runs the target already: the state before the change is the one this run
+        # (an interrupted one, or the approved one) recorded.
+        change["resume"] = earlier["origin"]
+    return out
+
+
+def add_governance(record, summary, gate_record, evidence=None):
+    out = _copy(record)
+    out["gates"].append(gate_record)
+    _change(out)["governance"] = summary
+    if evidence:
+        out["evidence"].append(evidence)
+    out["steps"].append(
+        _step(
+            "governance",
+            "done" if not summary.get("error") else "failed",
+            gate_record["figure"] if not summary.get("error") else summary["error"],
+        )
+    )
+    return out
+
+
+def add_before(record, before):
+    """The release as it was before the change: {version, revision, chart} (the snapshot's, or
+    the interrupted run's when resuming)."""
+    out = _copy(record)
+    change = _change(out)
+    resume = change.get("resume")
+    change["before"] = dict(resume["before"]) if resume and resume.get("before") else dict(before)
+    change["before"]["snapshot"] = (
+        resume["snapshot"] if resume and resume.get("snapshot") else before.get("snapshot")
+    )
+    return out
+
+
+def add_change_skip(record, reason):
+    """Every change step not run, with the reason (--check, an earlier wave failed, refused)."""
+    out = _copy(record)
+    recorded = {s["step"] for s in out["steps"]}
+    for step in CHANGE_STEPS:
+        if step not in recorded:
+            out["steps"].append(_step(step, "not_run", reason))
+    return _decided(out)
+
+
+def add_prior(record):
+    """A repeated run after success: nothing is upgraded or probed again; the gates of the run it
+    stands on are recorded with their evidence there."""
+    out = _copy(record)
+    prior = _change(out)["prior"]
+    reason = "already done: approved in %s at revision %s; nothing upgraded or probed again" % (
+        prior["bundle"],
+        prior["revision"],
+    )
+    out["gates"].append(
+        gate(
+            "verify",
+            "verified_earlier",
+            "%s: %d verification gates passed" % (prior["bundle"], len(prior.get("gates") or [])),
+            "an approved run of this change at the revision that runs now",
+            True,
+        )
+    )
+    out["evidence"].append("../%s/report.md" % prior["bundle"])
+    _change(out)["after"] = {"version": prior["version"], "revision": prior["revision"]}
+    return add_change_skip(out, reason)
+
+
+def add_figures(record, phase, figures, thresholds, identity=None, timing=None):
+    """A verification's figures; after the upgrade (``verify``) and after a rollback
+    (``rollback``) they are judged as gates, before the change (``baseline``) only recorded."""
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.acceptance import (
+        verify_gates,
+    )
+
+    out = _copy(record)
+    change = _change(out)
+    change.setdefault("figures", {})[phase] = figures
+    if figures.get("evidence"):
+        out["evidence"].append(figures["evidence"])
+    if phase == "baseline":
+        out["steps"].append(
+            _step(
+                "baseline",
+                "done",
+                "%s probes on %s: completion %s, submit-to-bound p50 %s s"
+                % (
+                    figures.get("probes"),
+                    figures.get("version"),
+                    (figures.get("completion") or {}).get("rate"),
+                    (figures.get("submit_to_bound") or {}).get("p50_s"),
+                ),
+            )
+        )
+        return out
+    stage = "verify" if phase == "verify" else "rollback"
+    gates = verify_gates(stage, figures, thresholds)
+    out["gates"] += gates
+    bad = [g["gate"] for g in gates if not g["passed"]]
+    if phase == "verify":
+        out["steps"].append(
+            _step(
+                "verify",
+                "done",
+                "%d gates, failed: %s" % (len(gates), ", ".join(bad))
+                if bad
+                else "%d gates passed on %s" % (len(gates), figures.get("version")),
+            )
+        )
+    else:
+        change.setdefault("rollback", {})["verified"] = not bad
+    return out
+
+
+def add_upgrade(record, stage, result):
+    """The upgrade (stage ``upgrade``) or the Helm rollback (stage ``rollback``): helm's result,
+    the release after it, the version that runs and the bounded rollout wait."""
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.acceptance import (
+        upgrade_gates,
+    )
+
+    out = _copy(record)
+    change = _change(out)
+    identity = result.get("identity") or {}
+    ok = not result.get("error")
+    gates = upgrade_gates(
+        stage,
+        identity,
+        result.get("expected_version"),
+        result.get("rolled_out_s"),
+        result.get("timeout_s"),
+        result.get("evidence"),
+    )
+    if result.get("error"):
+        gates.insert(
+            0,
+            gate(
+                stage,
+                "helm",
+                "failed",
+                "helm %s succeeded" % ("upgrade" if stage == "upgrade" else "rollback"),
+                False,
+                result["error"],
+                "read the task output; the release's history is in the evidence",
+            ),
+        )
+    out["gates"] += gates
+    entry = {
+        "status": "done" if ok and all(g["passed"] for g in gates) else "failed",
+        "changed": bool(result.get("changed")),
+        "revision_before": C.revision(result.get("revision_before")),
+        "revision": C.revision(result.get("revision")),
+        "chart": result.get("chart"),
+        "chart_ref": result.get("chart_ref"),
+        "version": identity.get("version"),
+        "started_at": result.get("started_at"),
+        "finished_at": result.get("finished_at"),
+        "duration_s": result.get("duration_s"),
+        "attempts": result.get("attempts"),
+        "error": result.get("error"),
+    }
+    if stage == "upgrade":
+        change["upgrade"] = entry
+        change["after"] = {"version": identity.get("version"), "revision": entry["revision"]}
+        change["after_objects"] = result.get("objects")
+        reason = (
+            "%s to %s (revision %s -> %s) in %s s"
+            % (
+                "upgraded" if entry["changed"] else "already at the target, nothing changed:",
+                identity.get("version"),
+                result.get("revision_before"),
+                result.get("revision"),
+                result.get("duration_s"),
+            )
+            if entry["status"] == "done"
+            else "failed: %s" % "; ".join(g["message"] for g in gates if not g["passed"])
+        )
+        out["steps"].append(_step("upgrade", entry["status"], reason))
+    else:
+        rollback = change.setdefault("rollback", {})
+        rollback.update(entry)
+        rollback["status"] = entry["status"]
+    return out
+
+
+def add_decision(record, action):
+    """The failed-gate policy applied after verification: what the role does next."""
+    out = _copy(record)
+    change = _change(out)
+    policy = change.get("policy") or dict(C.DEFAULT_POLICY)
+    failed_names = [g["gate"] for g in failed(out["gates"]) if g["stage"] in ("upgrade", "verify")]
+    if action == "none":
+        reason = "every verification gate passed: the change stays"
+    elif action == "rollback":
+        reason = "failed gates %s: policy %s, rolling back to revision %s" % (
+            ", ".join(failed_names),
+            C.policy_text(policy),
+            (change.get("before") or {}).get("revision"),
+        )
+    elif action == "pause":
+        reason = "failed gates %s: policy pause - stopped and reported, nothing undone" % (
+            ", ".join(failed_names)
+        )
+    else:
+        reason = "failed gates %s: policy continue - %s" % (
+            ", ".join(failed_names),
+            C.policy_text(policy),
+        )
+    change["action"] = action
+    out["steps"].append(_step("decision", "done", reason))
+    if action != "rollback":
+        out["steps"].append(
+            _step("rollback", "not_run", "not needed" if action == "none" else reason)
+        )
+    return _decided(out)
+
+
+def add_rollback(record, restore=None, timing=None, error=None):
+    """The rollback's restoration of KAI's configuration and its time to restore."""
+    out = _copy(record)
+    rollback = _change(out).setdefault("rollback", {})
+    if restore is not None:
+        rollback["restore"] = restore
+    if timing:
+        rollback.update(timing)
+    if error:
+        rollback["status"] = "failed"
+        rollback["error"] = error
+    verified = rollback.get("verified")
+    status = "done" if rollback.get("status") == "done" and verified else "failed"
+    reason = "helm rollback to revision %s, %s; restored %s, not restored %s; verification %s; "
+    reason += "time to restore %s s"
+    summary = (restore or {}).get("summary") or {}
+    out["steps"].append(
+        _step(
+            "rollback",
+            status,
+            reason
+            % (
+                rollback.get("revision"),
+                rollback.get("version"),
+                summary.get("restored"),
+                summary.get("not_restored"),
+                "passed" if verified else "FAILED" if verified is False else "not run",
+                rollback.get("time_to_restore_s"),
+            )
+            + (" - %s" % error if error else ""),
+        )
+    )
+    return _decided(out)
+
+
+def add_change_error(record, step, task, msg):
+    """A task of the change failed: the step failed with its message."""
+    out = _copy(record)
+    change = _change(out)
+    change["error"] = "%s: %s" % (task, msg or "no message")
+    out["steps"].append(_step(step, "failed", change["error"]))
+    return _decided(out)
+
+
+def _decided(out):
+    out["decision"] = C.decide(out)
+    return out
+
+
+def finish(record):
+    """The record as the report reads it: the decision made from everything recorded."""
+    out = _copy(record)
+    if out.get("change") is not None or out.get("decision"):
+        return _decided(out)
+    return out
+
+
+def new_rollback_record(cluster, bundle, report, thresholds=None, owner=None, bundle_path=None):
+    """The record of rollback.yml for one cluster, from the rollout bundle it restores: the
+    revision, version and snapshot that bundle recorded before its change. A bundle that is
+    missing, not a rollout's, or without this cluster's record refuses (nothing is touched)."""
+    entry = ((report or {}).get("clusters") or {}).get(cluster) or {}
+    change = entry.get("change") or {}
+    before = change.get("before") or {}
+    request = dict(entry.get("request") or (report or {}).get("request") or {})
+    if isinstance(thresholds, dict) and thresholds:
+        request["thresholds"] = thresholds
+    if owner:
+        request["change_owner"] = owner
+    problem = None
+    if not bundle:
+        problem = "no bundle given: set kaiops_rollout_rollback_bundle to a rollout bundle"
+    elif report is None:
+        problem = "bundle %s has no readable report.json" % bundle
+    elif report.get("kind") != "rollout":
+        problem = "bundle %s is not a rollout's (kind %s)" % (bundle, report.get("kind"))
+    elif not entry:
+        problem = "bundle %s has no record of cluster %s" % (bundle, cluster)
+    elif not before.get("revision") or not before.get("snapshot"):
+        problem = "bundle %s recorded no Helm revision and snapshot before a change on %s" % (
+            bundle,
+            cluster,
+        )
+    elif not isinstance(request.get("thresholds"), dict) or not request.get("thresholds"):
+        problem = "no thresholds to verify the rollback against (kaiops_thresholds)"
+    snapshot = before.get("snapshot") or ""
+    if snapshot and bundle_path and not os.path.isabs(snapshot):
+        # "snapshots/..." in that bundle, or "<interrupted bundle>/snapshots/..." next to it
+        inside = os.path.join(bundle_path, snapshot)
+        snapshot = (
+            inside
+            if os.path.isdir(inside)
+            else os.path.join(os.path.dirname(bundle_path), snapshot)
+        )
+    record = {
+        "schema": SCHEMA,
+        "cluster": cluster,
+        "request": request,
+        "request_well_formed": problem is None,
+        "current_version": None,
+        "inventory_status": None,
+        "gates": [
+            gate(
+                "request",
+                "rollback_bundle",
+                "%s: revision %s (%s) recorded before its change"
+                % (bundle, before.get("revision"), before.get("version"))
+                if problem is None
+                else bundle or "none",
+                "a rollout bundle with this cluster's revision and snapshot before the change",
+                problem is None,
+                problem or "",
+                "give kaiops_rollout_rollback_bundle=<evidence root>/<rollout bundle>"
+                if problem
+                else "",
+            )
+        ],
+        "steps": [_step("request", "done", problem or "bundle %s read" % bundle)],
+        "evidence": ["../%s/report.md" % bundle] if problem is None else [],
+        "regression": None,
+        "snapshot_plan": None,
+        "change": {
+            "operation": "rollback",
+            "bundle": bundle,
+            "before": dict(before, snapshot=snapshot),
+            "after": change.get("after"),
+            "after_objects": change.get("after_objects"),
+            "policy": {"policy": "rollback", "source": "rollback.yml"},
+            "action": "rollback",
+        },
+    }
+    return record

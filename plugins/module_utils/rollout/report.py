@@ -19,14 +19,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from decimal import Decimal
 from xml.sax.saxutils import escape, quoteattr
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (
+    DECISIONS,
+    policy_text,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
     STEP_STATUSES,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
     pending_steps as pipeline_pending_steps,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.probes import side_by_side
 
 SCHEMA = "kaiops.report/v1"
 RUN_EVIDENCE = ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"]
@@ -41,6 +47,26 @@ NO_RECORD_STEP = {
 
 def _decision(gates):
     return "refused" if any(not g.get("passed") for g in gates) else "proceed"
+
+
+# How bad a cluster's decision is for the run's: the run takes its worst cluster's.
+SEVERITY = (
+    "refused",
+    "rollback_failed",
+    "failed",
+    "rolled_back",
+    "paused",
+    "proceed",
+    "continued",
+    "approved",
+)
+
+
+def run_decision(decisions):
+    """The run's decision: ``approved`` only when every cluster was approved."""
+    if not decisions:
+        return "refused"
+    return min(decisions, key=SEVERITY.index)
 
 
 def build(request, clusters, generated_at, run_id=None, pending_steps=None):
@@ -61,6 +87,8 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None):
             entry = {"steps": [NO_RECORD_STEP]}
         gates = list(entry.get("gates") or [])
         decision = _decision(gates) if gates else "refused"
+        if gates and entry.get("decision") in DECISIONS:
+            decision = entry["decision"]  # the change window's, rollout/change.py decide()
         reasons = [
             "%s (fix: %s)" % (g.get("message") or g["gate"], g["fix"])
             if g.get("fix")
@@ -97,29 +125,45 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None):
             "current_version": entry.get("current_version"),
             "gates": gates,
             "steps": steps,
-            "evidence": sorted(entry.get("evidence") or []),
+            "evidence": sorted(set(entry.get("evidence") or [])),
         }
+        if entry.get("change"):
+            out_clusters[name]["change"] = entry["change"]
     refused = sorted(n for n, c in out_clusters.items() if c["decision"] == "refused")
-    return {
-        "schema": SCHEMA,
-        "kind": "rollout",
-        "run_id": run_id,
-        "generated_at": generated_at,
-        "kai_version": request.get("kai_version"),
-        "request": request,
-        "decision": "refused" if refused or not out_clusters else "proceed",
-        "refused_clusters": refused,
-        # Files of this run's bundle, relative to it (each cluster lists its own as well).
-        "evidence": list(RUN_EVIDENCE),
-        "clusters": out_clusters,
-        "summary": {
-            "clusters": len(out_clusters),
-            "gates": sum(len(c["gates"]) for c in out_clusters.values()),
-            "gates_failed": sum(
-                1 for c in out_clusters.values() for g in c["gates"] if not g.get("passed")
+    extra = {}
+    if any(c.get("change") for c in out_clusters.values()):
+        rate = next(
+            (
+                c["change"].get("rate")
+                for c in out_clusters.values()
+                if (c.get("change") or {}).get("rate")
             ),
+            0,
+        )
+        extra["cost"] = change_cost(out_clusters, rate)
+    return dict(
+        extra,
+        **{
+            "schema": SCHEMA,
+            "kind": "rollout",
+            "run_id": run_id,
+            "generated_at": generated_at,
+            "kai_version": request.get("kai_version"),
+            "request": request,
+            "decision": run_decision([c["decision"] for c in out_clusters.values()]),
+            "refused_clusters": refused,
+            # Files of this run's bundle, relative to it (each cluster lists its own as well).
+            "evidence": list(RUN_EVIDENCE),
+            "clusters": out_clusters,
+            "summary": {
+                "clusters": len(out_clusters),
+                "gates": sum(len(c["gates"]) for c in out_clusters.values()),
+                "gates_failed": sum(
+                    1 for c in out_clusters.values() for g in c["gates"] if not g.get("passed")
+                ),
+            },
         },
-    }
+    )
 
 
 def error_report(request, clusters, generated_at, run_id, error):
@@ -182,6 +226,7 @@ def render_markdown(report):
     ]
     if report.get("error"):
         lines += ["**Error**: %s" % _cell(report["error"]), ""]
+    lines += change_board(report)
     not_run = sorted(
         {
             s["step"]
@@ -293,3 +338,337 @@ def render_junit(report):
         '<testsuites name="kaiops rollout" tests="%d" failures="%d" errors="%d">\n%s\n'
         "</testsuites>\n" % (total, failures, errors, "\n".join(suites))
     )
+
+
+# ---------------------------------------------------------------- the change board's summary
+
+DECISION_TEXT = {
+    "approved": "the target runs and every verification gate passed",
+    "rolled_back": "a gate failed; rolled back to the recorded revision and verified there",
+    "rollback_failed": "a gate failed and the rollback did not end verified: act now",
+    "paused": "a gate failed; stopped as the policy says, nothing undone",
+    "continued": "a gate failed; the change stays by the recorded decision",
+    "failed": "a change step failed",
+    "proceed": "preflight passed; no change was made (check run, or the run stopped)",
+    "refused": "refused before any change",
+}
+
+
+def _fmt_s(value):
+    return "-" if value is None else "%s s" % value
+
+
+def _changed(cluster):
+    change = cluster.get("change") or {}
+    before, after = change.get("before") or {}, change.get("after") or {}
+    upgrade = change.get("upgrade") or {}
+    text = "%s (rev %s)" % (
+        before.get("version") or cluster.get("current_version") or "-",
+        before.get("revision") or "-",
+    )
+    if after.get("version"):
+        text += " -> %s (rev %s)" % (after.get("version"), after.get("revision"))
+    rollback = change.get("rollback") or {}
+    if rollback.get("revision"):
+        text += " -> back to %s (rev %s)" % (
+            rollback.get("version") or "-",
+            rollback.get("revision"),
+        )
+    if upgrade and not upgrade.get("changed") and upgrade.get("status") == "done":
+        text += ", no upgrade needed"
+    if change.get("prior"):
+        text += ", already approved in %s" % change["prior"]["bundle"]
+    return text
+
+
+def change_board(report):
+    """The part a change board reads first: what changed where and by whom, each gate with its
+    figure and threshold, the decision, the rollback and its time, before/after, governance,
+    cost, evidence links."""
+    clusters = report.get("clusters") or {}
+    if not any(c.get("change") for c in clusters.values()):
+        return []
+    req = report["request"] if isinstance(report.get("request"), dict) else {}
+    lines = [
+        "%s." % DECISION_TEXT.get(report["decision"], report["decision"]).capitalize(),
+        "",
+        "## What changed, where, by whom",
+        "",
+        "| Cluster | Decision | Change (version, Helm revision) | Owner | On a failed gate "
+        "| Took |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, c in sorted(clusters.items()):
+        change = c.get("change") or {}
+        took = change.get("duration_s")
+        lines.append(
+            "| %s | **%s** | %s | %s | %s | %s |"
+            % (
+                _cell(name),
+                c["decision"].upper(),
+                _cell(_changed(c)),
+                _cell((c.get("request") or req).get("change_owner")),
+                _cell(policy_text(change.get("policy"))),
+                _fmt_s(took),
+            )
+        )
+    lines += [
+        "",
+        "Prevention (this upgrade) and remediation (recovery.yml, its own owner and report) are "
+        "separate steps: this report covers prevention.",
+        "",
+        "## Gates",
+        "",
+        "| Cluster | Stage | Gate | Figure | Threshold | Result | Evidence |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, c in sorted(clusters.items()):
+        for g in c["gates"]:
+            if g.get("stage") not in ("upgrade", "verify", "rollback", "governance"):
+                continue
+            link = g.get("evidence")
+            lines.append(
+                "| %s | %s | %s | %s | %s | %s | %s |"
+                % (
+                    _cell(name),
+                    _cell(g.get("stage")),
+                    _cell(g["gate"]),
+                    _cell(g.get("figure")),
+                    _cell(g.get("threshold")),
+                    "pass" if g.get("passed") else "**FAIL**",
+                    "[%s](%s)" % (link, link) if link else "-",
+                )
+            )
+    pre = sum(
+        1
+        for c in clusters.values()
+        for g in c["gates"]
+        if g.get("stage") in ("request", "cluster", "snapshot")
+    )
+    pre_failed = sum(
+        1
+        for c in clusters.values()
+        for g in c["gates"]
+        if g.get("stage") in ("request", "cluster", "snapshot") and not g.get("passed")
+    )
+    lines += [
+        "",
+        "Request and preflight: %d gates, %d failed (per cluster below)." % (pre, pre_failed),
+    ]
+    for name, c in sorted(clusters.items()):
+        change = c.get("change") or {}
+        figs = change.get("figures") or {}
+        if figs.get("baseline") or figs.get("verify"):
+            lines += [
+                "",
+                "## Before and after the change: %s" % name,
+                "",
+                "| Figure | Before (%s) | After (%s) |"
+                % (
+                    (figs.get("baseline") or {}).get("version") or "-",
+                    (figs.get("verify") or {}).get("version") or "-",
+                ),
+                "|---|---|---|",
+            ]
+            for row in side_by_side(figs.get("baseline"), figs.get("verify")):
+                lines.append(
+                    "| %s | %s | %s |" % (row["figure"], _cell(row["before"]), _cell(row["after"]))
+                )
+            if not figs.get("baseline"):
+                lines += [
+                    "",
+                    "Before: not measured in this run (%s)."
+                    % (change.get("baseline_note") or "see the steps"),
+                ]
+        rollback = change.get("rollback") or {}
+        if rollback:
+            restore = rollback.get("restore") or {}
+            summary = restore.get("summary") or {}
+            lines += [
+                "",
+                "## Rollback: %s" % name,
+                "",
+                "- helm rollback to revision %s (%s): %s; time to restore %s (helm rollback to KAI "
+                "rolled out and identified), %s to a passing verification"
+                % (
+                    rollback.get("revision_target") or rollback.get("revision"),
+                    rollback.get("version") or "-",
+                    rollback.get("status"),
+                    _fmt_s(rollback.get("time_to_restore_s")),
+                    _fmt_s(rollback.get("time_to_verified_s")),
+                ),
+                "- configuration restored: %s, already as recorded: %s, "
+                "**not restored automatically: %s**"
+                % (summary.get("restored"), summary.get("unchanged"), summary.get("not_restored")),
+            ]
+            for item in summary.get("not_restored_objects") or []:
+                lines.append("  - %s" % _cell(item))
+        rehearsal = change.get("rehearsal")
+        if rehearsal:
+            lines += [
+                "",
+                "Rollback rehearsal (newest rollback.yml run for %s): %s, time to restore %s, "
+                "verification %s ([%s](%s))"
+                % (
+                    name,
+                    rehearsal.get("decision"),
+                    _fmt_s(rehearsal.get("time_to_restore_s")),
+                    rehearsal.get("verified"),
+                    rehearsal.get("bundle"),
+                    "../%s/report.md" % rehearsal.get("bundle"),
+                ),
+            ]
+        elif "rehearsal" in change:
+            lines += [
+                "",
+                "Rollback rehearsal: none found in the evidence store for %s "
+                "(run playbooks/rollback.yml)." % name,
+            ]
+        interrupted = change.get("interrupted_runs") or []
+        if interrupted:
+            lines += ["", "Interrupted runs of this change, kept as they are:"]
+            for run in interrupted:
+                lines.append(
+                    "- %s (status %s, last task: %s)%s"
+                    % (
+                        run["bundle"],
+                        run.get("status"),
+                        run.get("last_task") or "-",
+                        "; resumed from its snapshot"
+                        if change.get("resume", {}).get("bundle") == run["bundle"]
+                        else "",
+                    )
+                )
+        interventions = [
+            r
+            for r in (rollback.get("restore") or {}).get("results") or []
+            if r.get("outcome") in ("recreated", "replaced")
+        ]
+        lines += [
+            "",
+            "Interventions on %s: %s."
+            % (
+                name,
+                "; ".join("%s %s" % (r["outcome"], r["object"]) for r in interventions)
+                if interventions
+                else "none beyond the Helm %s" % ("rollback" if rollback else "upgrade"),
+            ),
+        ]
+        governance = change.get("governance")
+        if governance:
+            lines += ["", "## Governance: %s" % name, ""]
+            if governance.get("error"):
+                lines.append("RBAC not read: %s" % _cell(governance["error"]))
+            else:
+                lines += ["| Object | Can edit it (non-system subjects first) |", "|---|---|"]
+                for t in governance.get("targets") or []:
+                    editors = sorted(t["editors"], key=lambda e: (e["system"], e["subject"]))
+                    text = ", ".join(
+                        "%s%s" % (e["subject"], "" if not e["system"] else " (system)")
+                        for e in editors
+                    )
+                    lines.append(
+                        "| %s | %s |"
+                        % (_cell(t["target"]), _cell(text) if text else "nobody found")
+                    )
+                broad = governance.get("broad") or []
+                lines += [""] + (
+                    ["Broad grants flagged:"]
+                    + [
+                        "- **%s** via %s: %s" % (b["subject"], b["via"], ", ".join(b["why"]))
+                        for b in broad
+                    ]
+                    if broad
+                    else ["No broad grant flagged."]
+                )
+            regression = governance.get("regression_evidence")
+            if regression:
+                lines += ["", "Regression evidence is kept in: %s" % _cell(regression)]
+    cost = report.get("cost")
+    if cost and cost.get("markdown"):
+        lines += ["", cost["markdown"].rstrip()]
+    elif cost and cost.get("error"):
+        lines += ["", "Cost of the change window: not computed (%s)." % cost["error"]]
+    lines += ["", "---", ""]
+    return lines
+
+
+def change_cost(clusters, rate=0):
+    """Utilisation and cost of the change window (gpu_access/cost.py) from the probes' lifetimes:
+    each probe holds half of its GPU group from bind to the end of its verification; the pool is
+    the clusters' GPUs. Busy time is not useful throughput: valid completions are counted apart."""
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
+
+    starts, ends, pool, workloads, completed = [], [], [], [], 0
+    for name, c in sorted(clusters.items()):
+        change = (c or {}).get("change") or {}
+        figs = change.get("figures") or {}
+        gpus, groups = 0, set()
+        for phase, f in figs.items():
+            if not f or not f.get("started_wall") or not f.get("finished_wall"):
+                continue
+            starts.append(f["started_wall"])
+            ends.append(f["finished_wall"])
+            gpus = max(gpus, (f.get("capacity") or {}).get("gpus") or 0)
+            completed += f.get("valid_completions") or 0
+            for r in f.get("probe_results") or []:
+                gpu = "%s/%s" % (name, r.get("gpu_group") or "%s-%s" % (phase, r["name"]))
+                groups.add(gpu)
+                sub = r.get("submitted_wall")
+                if sub is None:
+                    continue
+                bound = r.get("submit_to_bound_s")
+                workloads.append(
+                    {
+                        "name": "%s/%s/%s" % (name, phase, r["name"]),
+                        "gpu": gpu,
+                        "portion": "0.5",
+                        "start": None if bound is None else sub + bound,
+                        "end": f["finished_wall"],
+                        "submitted": sub,
+                    }
+                )
+            for stamp in (change.get("started_wall"), change.get("finished_wall")):
+                if stamp:
+                    starts.append(stamp)
+                    ends.append(stamp)
+        pool += sorted(groups) + [
+            "%s/gpu-%d" % (name, i) for i in range(max(gpus - len(groups), 0))
+        ]
+    if not workloads or not starts:
+        return None
+    t0 = min(starts)
+
+    def hours(t):
+        return Decimal(str(round(t - t0, 3))) / 3600
+
+    items = [
+        cost.Workload(
+            name=w["name"],
+            gpus=w["gpu"],
+            portion=Decimal(w["portion"]),
+            start=None if w["start"] is None else hours(w["start"]),
+            end=hours(w["end"]),
+            submitted=hours(w["submitted"]),
+        )
+        for w in workloads
+    ]
+    try:
+        window = cost.Window(start=Decimal(0), end=hours(max(ends)), gpus=pool)
+        rep = cost.compute_report(window, items, rate or 0)
+    except cost.CostError as exc:
+        return {"error": str(exc)}
+    md = cost.render_markdown(
+        rep, completed_valid_jobs=completed, title="Utilisation and cost of the change window"
+    )
+    return {
+        "window_hours": str(cost.q(rep.window_hours, "0.0001")),
+        "gpus": rep.gpus,
+        "available_gpu_hours": str(rep.available_gpu_hours),
+        "busy_gpu_hours": str(rep.busy_gpu_hours),
+        "utilisation": None if rep.utilisation is None else str(rep.utilisation),
+        "rate": str(rep.rate),
+        "window_cost": str(rep.window_cost),
+        "completed_valid_jobs": completed,
+        "markdown": md,
+    }

@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The change window's acceptance gates, declared as data: a verification's figures against the
+change request's thresholds. Pure.
+
+Each declaration: ``name``, ``figure(figures)`` (what the report shows, a number where there is
+one), ``threshold(thresholds)`` and ``rule(figures, thresholds) -> problem or None``. The
+figures are those of ``rollout/probes.py`` (from watch timestamps: a bind is a pod with a node,
+never an event). ``verify_gates`` judges every declaration for one verification phase
+(``verify`` after the upgrade, ``rollback`` after a rollback); each gate links the evidence.
+``upgrade_gates`` judges the upgrade itself (the target runs, every KAI Deployment rolled out).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+
+
+def _lat(figures, which, pct):
+    return (figures.get(which) or {}).get(pct)
+
+
+def _latency_problem(which, pct, limit_name, what):
+    def rule(figures, thresholds):
+        value = _lat(figures, which, pct)
+        limit = thresholds.get(limit_name)
+        stats = figures.get(which) or {}
+        if value is None:
+            return "%s: no probe got there (%s of %s)" % (what, stats.get("count"), stats.get("of"))
+        if limit is None:
+            return "%s: no threshold %s in the change request" % (what, limit_name)
+        if value > limit:
+            return "%s %.3f s is above %s %s s" % (what, value, limit_name, limit)
+        return None
+
+    return rule
+
+
+def _count(figures, key):
+    return (figures.get(key) or {}).get("count")
+
+
+def _max_problem(key, limit_name, what):
+    def rule(figures, thresholds):
+        value, limit = _count(figures, key), thresholds.get(limit_name, 0)
+        if value is None:
+            return "%s: not measured" % what
+        if value > limit:
+            return "%s %s is above %s %s" % (what, value, limit_name, limit)
+        return None
+
+    return rule
+
+
+def _completion_problem(figures, thresholds):
+    comp = figures.get("completion") or {}
+    limit = thresholds.get("completion_rate_min")
+    rate = comp.get("rate")
+    if rate is None:
+        return "completion rate: no probe was submitted"
+    if limit is not None and rate < limit:
+        return "completion rate %.3f (%s of %s; failed %s, timed out %s) is below %s %s" % (
+            rate,
+            comp.get("completed"),
+            comp.get("of"),
+            comp.get("failed"),
+            comp.get("timed_out"),
+            "completion_rate_min",
+            limit,
+        )
+    return None
+
+
+def _failed_binds_problem(figures, thresholds):
+    failed = figures.get("failed_bindrequests") or {}
+    if failed.get("count"):
+        reasons = "; ".join(
+            "%s x%s" % (r, n) for r, n in sorted((failed.get("reasons") or {}).items())
+        )
+        return "%s BindRequests Failed during the window: %s" % (failed["count"], reasons)
+    return None
+
+
+ACCEPTANCE_GATES = (
+    {
+        "name": "bind_latency_p50",
+        "figure": lambda f: _lat(f, "submit_to_bound", "p50_s"),
+        "threshold": lambda t: "<= %s s (bind_latency_p50_s)" % t.get("bind_latency_p50_s"),
+        "rule": _latency_problem(
+            "submit_to_bound", "p50_s", "bind_latency_p50_s", "submit-to-bound p50"
+        ),
+        "fix": "find what delays binding (binder logs, BindRequests) or raise the threshold with "
+        "the change owner",
+    },
+    {
+        "name": "bind_latency_p95",
+        "figure": lambda f: _lat(f, "submit_to_bound", "p95_s"),
+        "threshold": lambda t: "<= %s s (bind_latency_p95_s)" % t.get("bind_latency_p95_s"),
+        "rule": _latency_problem(
+            "submit_to_bound", "p95_s", "bind_latency_p95_s", "submit-to-bound p95"
+        ),
+        "fix": "find what delays binding (binder logs, BindRequests) or raise the threshold with "
+        "the change owner",
+    },
+    {
+        "name": "ready_latency_p50",
+        "figure": lambda f: _lat(f, "submit_to_running", "p50_s"),
+        "threshold": lambda t: "<= %s s (ready_latency_p50_s)" % t.get("ready_latency_p50_s"),
+        "rule": _latency_problem(
+            "submit_to_running", "p50_s", "ready_latency_p50_s", "submit-to-Running p50"
+        ),
+        "fix": "find what delays the start (node, images, reservation pods)",
+    },
+    {
+        "name": "ready_latency_p95",
+        "figure": lambda f: _lat(f, "submit_to_running", "p95_s"),
+        "threshold": lambda t: "<= %s s (ready_latency_p95_s)" % t.get("ready_latency_p95_s"),
+        "rule": _latency_problem(
+            "submit_to_running", "p95_s", "ready_latency_p95_s", "submit-to-Running p95"
+        ),
+        "fix": "find what delays the start (node, images, reservation pods)",
+    },
+    {
+        "name": "completion_rate",
+        "figure": lambda f: (f.get("completion") or {}).get("rate"),
+        "threshold": lambda t: (
+            ">= %s (completion_rate_min; failed and timed-out probes count)"
+            % t.get("completion_rate_min")
+        ),
+        "rule": _completion_problem,
+        "fix": "read the probes' pods and BindRequests in the verification evidence",
+    },
+    {
+        "name": "binder_restarts",
+        "figure": lambda f: _count(f, "binder_restarts"),
+        "threshold": lambda t: (
+            "<= %s (binder_restarts_max; a replaced binder pod counts)"
+            % t.get("binder_restarts_max", 0)
+        ),
+        "rule": _max_problem("binder_restarts", "binder_restarts_max", "binder restarts"),
+        "fix": "read the binder's previous log in the verification evidence",
+    },
+    {
+        "name": "failed_bindrequests",
+        "figure": lambda f: _count(f, "failed_bindrequests"),
+        "threshold": lambda t: "0 (a failed bind of a probe is a regression)",
+        "rule": _failed_binds_problem,
+        "fix": "read the failed BindRequests' reasons in the verification evidence",
+    },
+    {
+        "name": "stale_objects",
+        "figure": lambda f: _count(f, "stale_objects"),
+        "threshold": lambda t: (
+            "<= %s (stale_objects_max; left by the probes or new since the "
+            "change began)" % t.get("stale_objects_max", 0)
+        ),
+        "rule": _max_problem("stale_objects", "stale_objects_max", "stale objects"),
+        "fix": "see the stale objects listed in the verification evidence; recovery.yml cleans "
+        "them (a separate step with its own owner)",
+    },
+)
+
+
+def verify_gates(stage, figures, thresholds, evidence=None):
+    """One gate per acceptance declaration for one verification (stage verify or rollback)."""
+    thresholds = thresholds if isinstance(thresholds, dict) else {}
+    link = evidence or figures.get("evidence")
+    out = []
+    for decl in ACCEPTANCE_GATES:
+        problem = decl["rule"](figures, thresholds)
+        record = gate(
+            stage,
+            decl["name"],
+            decl["figure"](figures),
+            decl["threshold"](thresholds),
+            problem is None,
+            problem or "",
+            decl["fix"] if problem else "",
+        )
+        record["evidence"] = link
+        out.append(record)
+    return out
+
+
+def upgrade_gates(stage, identity, expected_version, rolled_out_s, timeout_s, evidence=None):
+    """The version that runs after the upgrade (or the rollback) and the bounded rollout wait."""
+    identity = identity or {}
+    version = identity.get("version")
+    gates = [
+        gate(
+            stage,
+            "running_version",
+            version or "unreadable",
+            expected_version,
+            version == expected_version,
+            ""
+            if version == expected_version
+            else "the binder runs %s, not %s" % (version, expected_version),
+            "" if version == expected_version else "read the Helm release and the binder image",
+        ),
+        gate(
+            stage,
+            "rolled_out",
+            "%s s" % rolled_out_s if rolled_out_s is not None else "not rolled out",
+            "every KAI Deployment rolled out (observed generation, updated and available "
+            "replicas) within %s s" % timeout_s,
+            bool(identity.get("all_rolled_out")),
+            ""
+            if identity.get("all_rolled_out")
+            else "KAI's Deployments did not finish rolling out within %s s" % timeout_s,
+            ""
+            if identity.get("all_rolled_out")
+            else "read the Deployments' conditions and the new pods' events",
+        ),
+    ]
+    for g in gates:
+        g["evidence"] = evidence
+    return gates

@@ -1,0 +1,312 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The verification's probes and the figures taken from their watches. Pure.
+
+Probe workloads are fractional GPU pods (``gpu-fraction: "0.5"``, ``schedulerName:
+kai-scheduler``) in a namespace of the run's own: the GPU probe (``gpuprobe``, which runs to
+completion) on a real node, and a configurable number on KWOK nodes (which bind and turn
+Running without starting a container). The pod manifest is reproduce's (``reproduce/cases.py``)
+and the rules over the watches are reproduce's (``reproduce/service.py``: a pod's history, every
+BindRequest attempt, nearest-rank percentiles with work that never got there in the
+denominator). A bind is a pod with a node, never an event: KAI emits a Normal ``Bound`` event
+and sets ``PodBound=True`` on pods whose bind keeps failing.
+
+``figures`` turns the records into what the acceptance gates judge (``rollout/acceptance.py``)
+and what the report shows before and after the change: queue age, valid completions and idle GPU
+capacity.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
+
+CREATED_BY = "kaiops.dev/created-by"
+CREATED_BY_VALUE = "rollout"
+RUN_LABEL = "kaiops.dev/run-id"
+PHASE_LABEL = "kaiops.dev/rollout-phase"
+CLUSTER_LABEL = "kaiops.dev/cluster"
+PROBE_IMAGE = "kaiops.dev/gpuprobe:0.1.0"
+GPU = "nvidia.com/gpu"
+PHASES = ("baseline", "verify", "rollback")
+KWOK_PLACEMENT = {
+    "spec": {
+        "nodeSelector": {"type": "kwok"},
+        "tolerations": [
+            {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+        ],
+    }
+}
+
+
+def _meta(obj):
+    return (obj or {}).get("metadata") or {}
+
+
+def namespace_name(run_id, phase):
+    return ("kaiops-rollout-%s-%s" % (phase, str(run_id)[-8:].lower())).rstrip("-")[:63]
+
+
+def labels(run_id, phase, cluster):
+    return {
+        CREATED_BY: CREATED_BY_VALUE,
+        RUN_LABEL: str(run_id),
+        PHASE_LABEL: phase,
+        CLUSTER_LABEL: cluster[:63],
+    }
+
+
+def workloads(real, kwok, real_placement=None, kwok_placement=None):
+    """The probes of one verification: ``real`` GPU probes, ``kwok`` probes on KWOK nodes."""
+    out = []
+    for i in range(int(real)):
+        out.append(
+            {"name": "probe-real-%02d" % i, "kind": "real", "placement": real_placement or {}}
+        )
+    for i in range(int(kwok)):
+        out.append(
+            {
+                "name": "probe-kwok-%02d" % i,
+                "kind": "kwok",
+                "placement": kwok_placement or KWOK_PLACEMENT,
+            }
+        )
+    return out
+
+
+def manifest(workload, namespace, image, pod_labels):
+    """reproduce's fraction pod, not gated: the real probes run gpuprobe."""
+    return C.pod_manifest(
+        workload["name"],
+        namespace,
+        "single",
+        workload["placement"],
+        image,
+        gated=False,
+        probe=workload["kind"] == "real",
+        labels=pod_labels,
+    )
+
+
+def deleted(records, name):
+    """Whether the pod was deleted (by someone else: the run deletes its probes only after)."""
+    return any(r["type"] == "DELETED" and _meta(r["object"]).get("name") == name for r in records)
+
+
+def outcome(workload, history, gone=False):
+    """``completed``, ``failed``, ``lost`` or None (not there yet): a real probe completes when
+    it Succeeded (gpuprobe exited 0: a valid completion), a KWOK probe when it is Running; a probe
+    deleted before it completed is lost (it counts as not completed)."""
+    if history["failed"] is not None:
+        return "failed"
+    if workload["kind"] == "real":
+        if history["succeeded"] is not None:
+            return "completed"
+    elif history["running"] is not None or history["succeeded"] is not None:
+        return "completed"
+    return "lost" if gone else None
+
+
+def done(records, states):
+    pods = records.get("pods") or []
+    for st in states:
+        if outcome(st, S.pod_history(pods, st["name"]), deleted(pods, st["name"])) is None:
+            return False
+    return True
+
+
+def binder_restarts(records, initial):
+    """Container restarts of the binder's pods during the window, and binder pods that replaced
+    one (a deleted binder pod is a restart too, even if the new pod's restartCount is 0).
+
+    ``initial``: the binder pods at the start, {uid: restartCount}.
+    """
+    seen, highest = set(initial), dict(initial)
+    replaced = 0
+    for rec in records:
+        obj = rec["object"]
+        uid = _meta(obj).get("uid")
+        if not uid or rec["type"] == "DELETED":
+            continue
+        count = sum(
+            cs.get("restartCount", 0)
+            for cs in (obj.get("status") or {}).get("containerStatuses") or []
+        )
+        if uid not in seen:
+            seen.add(uid)
+            replaced += 1
+            highest[uid] = 0
+        highest[uid] = max(highest.get(uid, 0), count)
+    container = sum(highest[u] - initial.get(u, 0) for u in highest)
+    return {
+        "count": container + replaced,
+        "container_restarts": container,
+        "replaced_pods": replaced,
+    }
+
+
+def capacity(nodes, pods):
+    """GPUs on the cluster's nodes and those held by live pods with a node (whole-GPU requests:
+    reservation pods hold one for each shared GPU in use)."""
+    total = 0
+    per_node = {}
+    for node in nodes:
+        alloc = ((node.get("status") or {}).get("allocatable") or {}).get(GPU)
+        try:
+            count = int(str(alloc))
+        except (TypeError, ValueError):
+            continue
+        if count:
+            per_node[_meta(node).get("name")] = count
+            total += count
+    held = 0
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        if not node or phase in ("Succeeded", "Failed") or _meta(pod).get("deletionTimestamp"):
+            continue
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            want = ((container.get("resources") or {}).get("requests") or {}).get(GPU) or (
+                (container.get("resources") or {}).get("limits") or {}
+            ).get(GPU)
+            try:
+                held += int(str(want)) if want is not None else 0
+            except ValueError:
+                continue
+    return {"gpus": total, "held": held, "idle": max(total - held, 0), "nodes": len(per_node)}
+
+
+def pending_work(pods, now_wall, parse_time, scheduler="kai-scheduler"):
+    """How long submitted work waits on the cluster now: KAI's pods with no node."""
+    ages = []
+    for pod in pods:
+        if (pod.get("spec") or {}).get("schedulerName") != scheduler:
+            continue
+        if (pod.get("spec") or {}).get("nodeName") or _meta(pod).get("deletionTimestamp"):
+            continue
+        if (pod.get("status") or {}).get("phase") not in (None, "Pending"):
+            continue
+        created = parse_time(_meta(pod).get("creationTimestamp"))
+        if created is not None:
+            ages.append(max(0.0, now_wall - created.timestamp()))
+    ages.sort()
+    return {
+        "count": len(ages),
+        "oldest_s": round(ages[-1], 1) if ages else None,
+        "p50_s": round(ages[len(ages) // 2], 1) if ages else None,
+    }
+
+
+def probe_groups(records, names):
+    groups = set()
+    for rec in records:
+        obj = rec["object"]
+        if _meta(obj).get("name") in names:
+            group = (_meta(obj).get("labels") or {}).get("runai-gpu-group")
+            if group:
+                groups.add(group)
+    return groups
+
+
+def figures(records, states, window_s, timed_out, extra):
+    """What a verification measured. ``records``: the watches (pods, bindrequests); ``states``:
+    the probes with ``submitted_t``; ``extra``: binder restarts, stale objects, capacity,
+    pending work, namespace, timings (measured by the runner)."""
+    pods, brs = records.get("pods") or [], records.get("bindrequests") or []
+    rows = []
+    reasons = {}
+    for st in states:
+        hist = S.pod_history(pods, st["name"])
+        submitted = st.get("submitted_t")
+
+        def since(t, submitted=submitted):
+            return round(t - submitted, 3) if t is not None and submitted is not None else None
+
+        tries = S.attempts(brs, st["name"])
+        for a in tries:
+            if a["failed_at"] is not None:
+                reason = a["reason"] or "(no reason)"
+                reasons[reason] = reasons.get(reason, 0) + 1
+        last = hist["last"] or {}
+        rows.append(
+            {
+                "name": st["name"],
+                "kind": st["kind"],
+                "node": (last.get("spec") or {}).get("nodeName"),
+                "phase": (last.get("status") or {}).get("phase"),
+                "outcome": outcome(st, hist, deleted(pods, st["name"])) or "timed_out",
+                "submit_to_bound_s": since(hist["bound"]),
+                "submit_to_running_s": since(hist["running"]),
+                "submit_to_completed_s": since(hist["succeeded"]),
+                "attempts": len(tries),
+                "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
+                "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
+            }
+        )
+    submitted = len(rows)
+    completed = sum(1 for r in rows if r["outcome"] == "completed")
+    bound_waits = [
+        r["submit_to_bound_s"] if r["submit_to_bound_s"] is not None else float(window_s)
+        for r in rows
+    ]
+    bound_waits.sort()
+    out = {
+        "probes": submitted,
+        "window_s": window_s,
+        "timed_out": bool(timed_out),
+        "submit_to_bound": S.latency([r["submit_to_bound_s"] for r in rows], submitted),
+        "submit_to_running": S.latency([r["submit_to_running_s"] for r in rows], submitted),
+        "completion": {
+            "completed": completed,
+            "of": submitted,
+            "failed": sum(1 for r in rows if r["outcome"] in ("failed", "lost")),
+            "lost": sum(1 for r in rows if r["outcome"] == "lost"),
+            "timed_out": sum(1 for r in rows if r["outcome"] == "timed_out"),
+            "rate": round(completed / float(submitted), 3) if submitted else None,
+        },
+        "valid_completions": sum(
+            1 for r in rows if r["kind"] == "real" and r["outcome"] == "completed"
+        ),
+        "failed_bindrequests": {"count": sum(reasons.values()), "reasons": reasons},
+        "queue_age": {
+            "p50_s": S.percentile(bound_waits, 50),
+            "max_s": round(bound_waits[-1], 3) if bound_waits else None,
+            "count": len(bound_waits),
+            "note": "submission to bind of the probes; one never bound counts at the full window",
+        },
+        "probe_results": rows,
+    }
+    out.update(extra or {})
+    return out
+
+
+def side_by_side(before, after):
+    """Queue age, valid completions and idle GPU capacity before and after the change."""
+
+    def pick(f, path):
+        value = f or {}
+        for key in path:
+            value = (value or {}).get(key) if isinstance(value, dict) else None
+        return value
+
+    rows = [
+        ("queue age p50 (s, probes)", ("queue_age", "p50_s")),
+        ("queue age max (s, probes)", ("queue_age", "max_s")),
+        ("work waiting on the cluster (pods)", ("pending", "count")),
+        ("oldest waiting work (s)", ("pending", "oldest_s")),
+        ("valid completions (GPU probes)", ("valid_completions",)),
+        ("completion rate", ("completion", "rate")),
+        ("submit-to-bound p50 (s)", ("submit_to_bound", "p50_s")),
+        ("submit-to-Running p50 (s)", ("submit_to_running", "p50_s")),
+        ("idle GPUs", ("capacity", "idle")),
+        ("GPUs held idle by reservation pods without bound work", ("capacity", "held_idle")),
+        ("binder restarts", ("binder_restarts", "count")),
+        ("stale objects found by the recovery scan", ("stale_objects", "scan")),
+    ]
+    return [
+        {"figure": name, "before": pick(before, path), "after": pick(after, path)}
+        for name, path in rows
+    ]

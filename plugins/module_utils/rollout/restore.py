@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Restoring KAI's configuration after ``helm rollback``: what to put back, what not. Pure.
+
+The objects restored are those a rollback needs beyond the Helm release: Config ``kai-config``,
+the queues and the SchedulingShards, as the snapshot before the change recorded them
+(``snapshots/before-change-<cluster>/``). For each:
+
+- recorded and absent now: recreated from the record;
+- recorded, present, its spec as recorded: nothing to do (``helm rollback`` put it back, or it
+  never changed);
+- recorded, present, changed **in between** - its resourceVersion before the rollback differs from
+  the one read right after the upgrade, so something other than the upgrade changed it: **not
+  restored automatically**, reported with who last wrote it (managedFields);
+- recorded, present, changed by the upgrade only: its recorded spec is put back (a replace with
+  the current resourceVersion as precondition);
+- present and not recorded (created after the snapshot): left in place, reported.
+
+Without a reading after the upgrade (a bundle from before this was recorded) an object that
+differs is restored and the report says the in-between check could not be made.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+# (apiVersion, kind, snapshot folder suffix) restored after helm rollback.
+RESTORED_KINDS = (
+    ("kai.scheduler/v1", "Config", "config"),
+    ("scheduling.run.ai/v2", "Queue", "queue"),
+    ("kai.scheduler/v1", "SchedulingShard", "schedulingshard"),
+)
+DROP_METADATA = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+)
+
+
+def _meta(obj):
+    return (obj or {}).get("metadata") or {}
+
+
+def key(obj):
+    meta = _meta(obj)
+    return "%s/%s/%s" % (obj.get("kind"), meta.get("namespace") or "", meta.get("name"))
+
+
+def versions(objects):
+    """{key: resourceVersion} of objects as read."""
+    return {key(o): _meta(o).get("resourceVersion") for o in objects}
+
+
+def last_writer(obj):
+    fields = _meta(obj).get("managedFields") or []
+    if not fields:
+        return "unknown (no managedFields)"
+    newest = sorted(fields, key=lambda f: f.get("time") or "")[-1]
+    return "%s (%s at %s)" % (newest.get("manager"), newest.get("operation"), newest.get("time"))
+
+
+def recreate_body(recorded):
+    body = copy.deepcopy(recorded)
+    meta = body.setdefault("metadata", {})
+    for field in DROP_METADATA:
+        meta.pop(field, None)
+    body.pop("status", None)
+    return body
+
+
+def replace_body(recorded, current):
+    body = copy.deepcopy(current)
+    body["spec"] = copy.deepcopy(recorded.get("spec"))
+    return body
+
+
+def plan(recorded, before_rollback, after_upgrade, now):
+    """Actions per object: ``recreate``, ``replace``, ``none``, ``not_restored``, ``left``.
+
+    ``recorded``: the snapshot's objects; ``before_rollback``: {key: resourceVersion} read before
+    helm rollback; ``after_upgrade``: {key: resourceVersion} read right after the upgrade, or
+    None; ``now``: the objects as read after helm rollback.
+    """
+    now_by_key = {key(o): o for o in now}
+    rec_by_key = {key(o): o for o in recorded}
+    out = []
+    for k in sorted(rec_by_key):
+        rec, cur = rec_by_key[k], now_by_key.get(k)
+        if cur is None:
+            out.append(
+                {"object": k, "action": "recreate", "why": "recorded before the change, absent now"}
+            )
+            continue
+        if cur.get("spec") == rec.get("spec"):
+            out.append({"object": k, "action": "none", "why": "spec as recorded before the change"})
+            continue
+        if after_upgrade is None:
+            out.append(
+                {
+                    "object": k,
+                    "action": "replace",
+                    "why": "spec differs from the record; no reading after the upgrade, so a "
+                    "change in between could not be ruled out",
+                }
+            )
+            continue
+        before, after = (before_rollback or {}).get(k), after_upgrade.get(k)
+        if after is not None and before is not None and before != after:
+            out.append(
+                {
+                    "object": k,
+                    "action": "not_restored",
+                    "why": "changed in between (resourceVersion %s after the upgrade, %s before "
+                    "the rollback; last written by %s): restore it by hand from the snapshot if "
+                    "that change is to go" % (after, before, last_writer(cur)),
+                }
+            )
+            continue
+        out.append(
+            {
+                "object": k,
+                "action": "replace",
+                "why": "changed by the upgrade: the recorded spec is put back",
+            }
+        )
+    for k in sorted(set(now_by_key) - set(rec_by_key)):
+        out.append(
+            {
+                "object": k,
+                "action": "left",
+                "why": "created after the snapshot (not recorded before the change): left in place",
+            }
+        )
+    return out
+
+
+def summary(results):
+    done = [r for r in results if r.get("outcome") in ("recreated", "replaced")]
+    same = [r for r in results if r.get("outcome") == "unchanged"]
+    not_restored = [
+        r for r in results if r.get("outcome") in ("not_restored", "left", "failed", "conflict")
+    ]
+    return {
+        "restored": len(done),
+        "unchanged": len(same),
+        "not_restored": len(not_restored),
+        "not_restored_objects": ["%s: %s" % (r["object"], r["why"]) for r in not_restored],
+    }
+
+
+def merge_patch(current, desired):
+    """The JSON merge patch (RFC 7386) that turns ``current`` into ``desired``: keys gone become
+    null, mappings are patched key by key, anything else is replaced."""
+    if not isinstance(current, dict) or not isinstance(desired, dict):
+        return copy.deepcopy(desired)
+    out = {}
+    for k in current:
+        if k not in desired:
+            out[k] = None
+    for k, v in desired.items():
+        if k not in current:
+            out[k] = copy.deepcopy(v)
+        elif current[k] != v:
+            out[k] = merge_patch(current[k], v)
+    return out

@@ -1,0 +1,111 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_rollout_governance
+short_description: Who can edit KAI's coordination objects, read from RBAC (read-only)
+version_added: 0.3.0
+author:
+  - kaiops contributors (@kaiops)
+description:
+  - Lists ClusterRoles, ClusterRoleBindings and, in O(namespaces), Roles and RoleBindings, and
+    resolves the bindings to subjects - who may create, update, patch or delete Config
+    C(kai-config), the queues, the SchedulingShards, the binder and scheduler Deployments and the
+    ConfigMaps (GPU-sharing ones among them) in the namespaces the change touches
+    (C(rollout/governance.py)).
+  - Flags broad grants - a subject that is not a system one holding cluster-wide ConfigMap
+    write, or a wildcard rule, cluster-wide.
+  - Adds a C(governance) gate to the record that passes unless O(rule) sets
+    C(refuse_broad_grants) and a broad grant is flagged; names where the regression evidence is
+    kept. Writes C(governance/<cluster>.json) into the run's evidence.
+extends_documentation_fragment:
+  - kaiops.runbooks.k8s_auth
+  - kaiops.runbooks.evidence
+  - kaiops.runbooks.attributes
+options:
+  record:
+    description: The cluster's rollout record.
+    type: dict
+    default: {}
+  kai_namespace:
+    description: KAI's namespace.
+    type: str
+    default: kai-scheduler
+  namespaces:
+    description:
+      - The namespaces the change touches (KAI's, the reservation namespace, those of
+        GPU-sharing pods).
+    type: list
+    elements: str
+    default: []
+  rule:
+    description:
+      - The change request's rule, e.g. C({refuse_broad_grants - true}); empty reports only.
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads only; runs the same under C(--check).
+seealso:
+  - module: kaiops.runbooks.kai_rollout_record
+"""
+
+EXAMPLES = r"""
+- name: Read who can edit KAI's coordination objects
+  kaiops.runbooks.kai_rollout_governance:
+    record: "{{ kai_rollout__output }}"
+    namespaces: [kai-scheduler, kai-resource-reservation]
+  register: kai_rollout_step
+"""
+
+RETURN = r"""
+record:
+  description: The record with the governance gate and summary.
+  returned: always
+  type: dict
+governance:
+  description:
+    - C(targets) (per object, its editors and through what) and C(broad) (the grants flagged).
+  returned: always
+  type: dict
+"""
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    AUTH_ARG_SPEC,
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change_runner import (
+    run_rollout_governance,
+)
+
+
+def argspec():
+    return merge_specs(
+        AUTH_ARG_SPEC,
+        EVIDENCE_ARG_SPEC,
+        {
+            "record": {"type": "dict", "default": {}},
+            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
+            "namespaces": {"type": "list", "elements": "str", "default": []},
+            "rule": {"type": "dict", "default": {}},
+        },
+    )
+
+
+def main():
+    run_module(argspec(), run_rollout_governance, libraries=[KUBERNETES])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_rollout_restore
+short_description: Read, or restore after helm rollback, KAI's recorded configuration
+version_added: 0.3.0
+author:
+  - kaiops contributors (@kaiops)
+description:
+  - O(operation=read) reads Config C(kai-config), the queues and the SchedulingShards and returns
+    their resourceVersions (right after the upgrade, and before a rollback).
+  - O(operation=restore), after C(helm rollback), puts back what the snapshot before the change
+    (O(snapshot_dir), written by M(kaiops.runbooks.kai_snapshot)) recorded of those objects -
+    recreated when absent, their spec put back (a merge patch with the resourceVersion as
+    precondition) when the upgrade changed them - and reports what it did not restore
+    automatically - objects changed in between (their resourceVersion before the rollback
+    differs from the one read right after the upgrade) and objects created after the snapshot,
+    which are left in place (C(rollout/restore.py)).
+extends_documentation_fragment:
+  - kaiops.runbooks.k8s_auth
+  - kaiops.runbooks.evidence
+  - kaiops.runbooks.attributes
+options:
+  operation:
+    description: What to do.
+    type: str
+    choices: [read, restore]
+    default: read
+  snapshot_dir:
+    description:
+      - For O(operation=restore), the snapshot folder - absolute, relative to the run's bundle
+        (C(snapshots/before-change-<cluster>)) or relative to the evidence store
+        (C(<bundle>/snapshots/before-change-<cluster>)).
+    type: str
+  evidence_root:
+    description: The evidence store. Default - the run's context, given by the action plugin.
+    type: path
+  before_rollback:
+    description: For O(operation=restore), the resourceVersions read before C(helm rollback).
+    type: dict
+  after_upgrade:
+    description:
+      - For O(operation=restore), the resourceVersions read right after the upgrade, if known.
+    type: dict
+attributes:
+  check_mode:
+    support: full
+    details:
+      - O(operation=read) runs the same; O(operation=restore) reports what it would do and
+        changes nothing.
+seealso:
+  - module: kaiops.runbooks.kai_rollout_step
+"""
+
+EXAMPLES = r"""
+- name: Restore the configuration recorded before the change
+  kaiops.runbooks.kai_rollout_restore:
+    operation: restore
+    snapshot_dir: "{{ evidence }}/snapshots/before-change-lab"
+    before_rollback: "{{ read_before.objects }}"
+    after_upgrade: "{{ kai_rollout__output.change.after_objects }}"
+"""
+
+RETURN = r"""
+objects:
+  description: For O(operation=read), C({kind/namespace/name - resourceVersion}).
+  returned: when operation is read
+  type: dict
+restore:
+  description:
+    - For O(operation=restore), C(results) per object (action, outcome, why) and C(summary).
+  returned: when operation is restore
+  type: dict
+"""
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    AUTH_ARG_SPEC,
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change_runner import (
+    run_rollout_restore,
+)
+
+
+def argspec():
+    return merge_specs(
+        AUTH_ARG_SPEC,
+        EVIDENCE_ARG_SPEC,
+        {
+            "operation": {"type": "str", "choices": ["read", "restore"], "default": "read"},
+            "snapshot_dir": {"type": "str"},
+            "evidence_root": {"type": "path"},
+            "before_rollback": {"type": "dict"},
+            "after_upgrade": {"type": "dict"},
+        },
+    )
+
+
+def main():
+    run_module(argspec(), run_rollout_restore, libraries=[KUBERNETES])
+
+
+if __name__ == "__main__":
+    main()

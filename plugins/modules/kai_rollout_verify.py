@@ -1,0 +1,188 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_rollout_verify
+short_description: Verify KAI with probe workloads and judge the figures against the thresholds
+version_added: 0.3.0
+author:
+  - kaiops contributors (@kaiops)
+description:
+  - Creates a namespace of the run's own (C(kaiops-rollout-<phase>-<run>), labelled
+    C(kaiops.dev/created-by=rollout)) after deleting any such namespace an interrupted run left on
+    the cluster, submits fractional GPU probes (C(gpu-fraction 0.5), C(schedulerName kai-scheduler))
+    - O(probes) running the GPU probe on a real node, O(kwok_probes) on KWOK nodes - and watches
+    them, their BindRequests and the binder's pods from the controller until each reached its
+    outcome or O(window_s) passed. Then deletes the namespace and runs the recovery scan.
+  - Figures from the watches' timestamps - submit-to-bound and submit-to-Running p50/p95 (work
+    that never got there stays in the denominator), completion rate (failed and timed-out probes
+    count), binder restarts (a replaced binder pod counts), BindRequests Failed with their
+    reasons, stale objects (the probes' reservation pods left, recovery-scan findings new since
+    the change began), queue age, valid completions and idle GPU capacity. A bind is a pod with a
+    node, never an event.
+  - O(phase=baseline) only records the figures (before the change); O(phase=verify) and
+    O(phase=rollback) judge them as gates (C(rollout/acceptance.py)). Evidence in
+    C(verify/<cluster>/<phase>/).
+extends_documentation_fragment:
+  - kaiops.runbooks.k8s_auth
+  - kaiops.runbooks.evidence
+  - kaiops.runbooks.attributes
+options:
+  record:
+    description: The cluster's rollout record (C(kai_rollout__output)).
+    type: dict
+    default: {}
+  cluster:
+    description: Name of the cluster when the record has none.
+    type: str
+  phase:
+    description: Which verification.
+    type: str
+    choices: [baseline, verify, rollback]
+    required: true
+  run_id:
+    description: The run's id (namespace name and labels).
+    type: str
+    required: true
+  version:
+    description: The KAI version expected to run (recorded with the figures).
+    type: str
+  thresholds:
+    description: The change request's thresholds (as read by the request).
+    type: dict
+    default: {}
+  probes:
+    description: Probes that run the GPU probe to completion (a real node).
+    type: int
+    default: 1
+  probe_placement:
+    description:
+      - Placement of the GPU probes - a mapping with C(spec) keys (nodeSelector, tolerations...).
+    type: dict
+    default: {}
+  kwok_probes:
+    description: Probes on KWOK nodes (they bind and turn Running without a container).
+    type: int
+    default: 0
+  kwok_placement:
+    description:
+      - Placement of the KWOK probes; default nodeSelector C(type=kwok) with KWOK's toleration.
+    type: dict
+    default: {}
+  image:
+    description: Image of the probes.
+    type: str
+    default: kaiops.dev/gpuprobe:0.1.0
+  window_s:
+    description: How long the probes are followed at most (C(observation_window_s)).
+    type: int
+    default: 300
+  settle_s:
+    description: How long to wait for the probes' reservation pods to go after their namespace.
+    type: int
+    default: 30
+  stale_min_age_s:
+    description: Minimum age of stale objects the recovery scan counts.
+    type: int
+    default: 300
+  kai_namespace:
+    description: KAI's namespace.
+    type: str
+    default: kai-scheduler
+  binder_selector:
+    description: Label selector of the binder's pods.
+    type: str
+    default: app=binder
+  reservation_namespace:
+    description: Namespace of KAI's GPU reservation pods.
+    type: str
+    default: kai-resource-reservation
+attributes:
+  check_mode:
+    support: none
+    details:
+      - Creates pods; under C(--check) nothing runs and the record comes back as given.
+seealso:
+  - module: kaiops.runbooks.kai_rollout_step
+"""
+
+EXAMPLES = r"""
+- name: Verify the upgrade
+  kaiops.runbooks.kai_rollout_verify:
+    record: "{{ kai_rollout__output }}"
+    phase: verify
+    run_id: "{{ kai_rollout_run_id }}"
+    thresholds: "{{ kai_rollout__output.request.thresholds }}"
+    kwok_probes: 8
+  register: kai_rollout_step
+"""
+
+RETURN = r"""
+record:
+  description: The record with the figures (and, after the change, the gates).
+  returned: always
+  type: dict
+figures:
+  description: What the verification measured.
+  returned: success
+  type: dict
+passed:
+  description: True when every gate of the record passed so far.
+  returned: success
+  type: bool
+"""
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    AUTH_ARG_SPEC,
+    EVIDENCE_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change_runner import (
+    run_rollout_verify,
+)
+
+
+def argspec():
+    return merge_specs(
+        AUTH_ARG_SPEC,
+        EVIDENCE_ARG_SPEC,
+        {
+            "record": {"type": "dict", "default": {}},
+            "cluster": {"type": "str"},
+            "phase": {
+                "type": "str",
+                "choices": ["baseline", "verify", "rollback"],
+                "required": True,
+            },
+            "run_id": {"type": "str", "required": True},
+            "version": {"type": "str"},
+            "thresholds": {"type": "dict", "default": {}},
+            "probes": {"type": "int", "default": 1},
+            "probe_placement": {"type": "dict", "default": {}},
+            "kwok_probes": {"type": "int", "default": 0},
+            "kwok_placement": {"type": "dict", "default": {}},
+            "image": {"type": "str", "default": "kaiops.dev/gpuprobe:0.1.0"},
+            "window_s": {"type": "int", "default": 300},
+            "settle_s": {"type": "int", "default": 30},
+            "stale_min_age_s": {"type": "int", "default": 300},
+            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
+            "binder_selector": {"type": "str", "default": "app=binder"},
+            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
+        },
+    )
+
+
+def main():
+    run_module(argspec(), run_rollout_verify, libraries=[KUBERNETES])
+
+
+if __name__ == "__main__":
+    main()
