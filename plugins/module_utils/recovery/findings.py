@@ -480,6 +480,8 @@ def rule_orphan_configmap(cm, ctx):
         has_data=has_data,
         trigger_ready=trigger,
         owner_pod=meta(owner).get("name") if owner is not None else owners[0].get("name"),
+        # the pod still waits for this ConfigMap: what step delete_dataless_configmaps acts on
+        owner_pending=owner is not None and is_live(owner) and not is_bound(owner),
     )
 
 

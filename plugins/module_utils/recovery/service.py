@@ -41,14 +41,22 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings 
     count,
 )
 
-# The enabled-by-the-user steps and the finding kind each one acts on.
+# The enabled-by-the-user steps and the finding kind each one acts on, in the order they apply.
 STEPS = {
     "delete_failed_bindrequests": "failed_bindrequest",
     "delete_stale_reservation_pods": "stale_reservation_pod",
+    # The documented manual recovery (kai-contract.md section 12): deleting the data-less
+    # capabilities ConfigMap of a pod still Pending lets even the pre-patch binder's next retry
+    # create it with the three keys and bind the pod.
+    "delete_dataless_configmaps": "orphan_configmap",
     "delete_orphan_configmaps": "orphan_configmap",
     "restart_binder": None,  # acts on the binder Deployment, for the bind failures found
 }
 DELETE_STEPS = tuple(s for s, kind in STEPS.items() if kind)
+# Which findings of its kind a step acts on, when not all of them.
+STEP_SELECTS = {
+    "delete_dataless_configmaps": lambda f: bool(f.get("trigger_ready") and f.get("owner_pending")),
+}
 
 # Finding kinds whose recovery is the pod getting bound.
 POD_WORK_KINDS = ("failed_bind", "unbound_group_pod")
@@ -116,8 +124,19 @@ def derive_window(samples, rule=None, explicit_s=0):
     latency, floor, cap), else the fallback when nothing was measured."""
     rule = dict(WINDOW_RULE, **(rule or {}))
     med = median([s["latency_s"] for s in samples])
+    measured = rule.get("baseline_s")
     if explicit_s:
         window, source = int(explicit_s), "kai_recovery_window_s (given)"
+    elif measured:
+        raw = rule["multiplier"] * float(measured)
+        window = int(min(max(raw, rule["floor_s"]), rule["cap_s"]) + 0.999)
+        source = "measured: %s x submit-to-Running %.3fs (%s), floor %ds, cap %ds" % (
+            rule["multiplier"],
+            float(measured),
+            rule.get("baseline_source") or "kai_recovery_window_baseline_s",
+            rule["floor_s"],
+            rule["cap_s"],
+        )
     elif med is None:
         window = int(rule["fallback_s"])
         source = (
@@ -151,6 +170,7 @@ def plan(findings, steps, binder=None, kai_namespace="kai-scheduler", namespaces
     """Interventions for the enabled steps only, each on one object found; and why a step
     enabled has nothing to do. binder: ref() of the binder Deployment, or None."""
     planned, idle = [], []
+    planned_uids = set()  # an object is acted on once, by the first step that selects it
     for step in steps:
         if step not in STEPS:
             raise KaiopsError(
@@ -189,14 +209,32 @@ def plan(findings, steps, binder=None, kai_namespace="kai-scheduler", namespaces
                     }
                 )
             continue
+        select = STEP_SELECTS.get(step, lambda f: True)
         targets = [
             f
             for f in findings
-            if f["kind"] == kind and in_scope(f["object"]["namespace"], namespaces)
+            if f["kind"] == kind
+            and in_scope(f["object"]["namespace"], namespaces)
+            and select(f)
+            and f["object"].get("uid") not in planned_uids
         ]
         if not targets:
-            idle.append({"step": step, "reason": "nothing of kind %s found" % kind})
+            taken = [
+                f
+                for f in findings
+                if f["kind"] == kind and f["object"].get("uid") in planned_uids and select(f)
+            ]
+            if taken:
+                reason = "what it would act on is acted on by an earlier step (%s)" % ", ".join(
+                    f["id"] for f in taken
+                )
+            elif step in STEP_SELECTS:
+                reason = "no data-less capabilities ConfigMap of a pod still Pending found"
+            else:
+                reason = "nothing of kind %s found" % kind
+            idle.append({"step": step, "reason": reason})
         for finding in targets:
+            planned_uids.add(finding["object"].get("uid"))
             planned.append(
                 {
                     "step": step,
@@ -279,7 +317,23 @@ def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RES
                 ),
                 None,
             )
-            if current is None:
+            by_step = (deleted.get(obj.get("uid")) or {}).get("step")
+            if by_step == "delete_dataless_configmaps":
+                # the work waited for this ConfigMap: it recovers when its pod is bound
+                if owner is not None and is_bound(owner):
+                    verdict, at, why = _pod_outcome(owner)
+                    why = "its pod %s is bound now: %s" % (finding.get("owner_pod"), why)
+                elif current is None:
+                    verdict, at = "not_recovered", None
+                    why = "deleted; its pod %s is not bound yet" % finding.get("owner_pod")
+                    if owner is None:
+                        verdict, why = "not_applicable", "deleted; its pod is gone"
+                else:
+                    verdict, at = "not_recovered", None
+                    why = "still there with no data, its pod %s not bound" % finding.get(
+                        "owner_pod"
+                    )
+            elif current is None:
                 verdict, at, why = _gone(obj, deleted, read_at)
             elif owner is not None and is_bound(owner) and is_live(owner):
                 cond = condition(owner, "PodScheduled") or {}
