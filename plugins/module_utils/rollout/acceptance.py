@@ -164,18 +164,71 @@ ACCEPTANCE_GATES = (
 )
 
 
-def verify_gates(stage, figures, thresholds, evidence=None):
-    """One gate per acceptance declaration for one verification (stage verify or rollback)."""
+# After a rollback the old version is held to its own figures before the change: a latency may
+# be the threshold, or no worse than before (x1.5 + 0.5 s, the lab's and a busy cluster's jitter);
+# the completion rate the threshold or what it was before. Counts (restarts, failed binds, stale
+# objects) keep their thresholds.
+ROLLBACK_SLACK = {"factor": 1.5, "plus_s": 0.5}
+LATENCY_FIGURES = {
+    "bind_latency_p50_s": ("submit_to_bound", "p50_s"),
+    "bind_latency_p95_s": ("submit_to_bound", "p95_s"),
+    "ready_latency_p50_s": ("submit_to_running", "p50_s"),
+    "ready_latency_p95_s": ("submit_to_running", "p95_s"),
+}
+
+
+def rollback_thresholds(thresholds, baseline):
+    """The thresholds a rollback's verification is held to, and which were eased by the baseline."""
+    out, eased = dict(thresholds), {}
+    if not baseline:
+        return out, eased
+    for name, (which, pct) in LATENCY_FIGURES.items():
+        before = _lat(baseline, which, pct)
+        limit = thresholds.get(name)
+        if before is None or limit is None:
+            continue
+        allowed = round(before * ROLLBACK_SLACK["factor"] + ROLLBACK_SLACK["plus_s"], 3)
+        if allowed > limit:
+            out[name], eased[name] = allowed, before
+    rate = (baseline.get("completion") or {}).get("rate")
+    limit = thresholds.get("completion_rate_min")
+    if rate is not None and limit is not None and rate < limit:
+        out["completion_rate_min"], eased["completion_rate_min"] = rate, rate
+    return out, eased
+
+
+def verify_gates(stage, figures, thresholds, evidence=None, baseline=None):
+    """One gate per acceptance declaration for one verification (stage verify or rollback).
+
+    A rollback's verification (``baseline`` given: the figures before the change) is held to
+    ``rollback_thresholds``; each eased threshold says so."""
     thresholds = thresholds if isinstance(thresholds, dict) else {}
+    eased = {}
+    if stage == "rollback":
+        thresholds, eased = rollback_thresholds(thresholds, baseline)
     link = evidence or figures.get("evidence")
     out = []
     for decl in ACCEPTANCE_GATES:
         problem = decl["rule"](figures, thresholds)
+        text = decl["threshold"](thresholds)
+        names = [n for n in eased if n in text]
+        if names:
+            text += (
+                " - no worse than before the change (%s: %s, x%s + %s s)"
+                % (
+                    names[0],
+                    eased[names[0]],
+                    ROLLBACK_SLACK["factor"],
+                    ROLLBACK_SLACK["plus_s"],
+                )
+                if names[0] != "completion_rate_min"
+                else " - as before the change"
+            )
         record = gate(
             stage,
             decl["name"],
             decl["figure"](figures),
-            decl["threshold"](thresholds),
+            text,
             problem is None,
             problem or "",
             decl["fix"] if problem else "",

@@ -393,7 +393,10 @@ def add_figures(record, phase, figures, thresholds, identity=None, timing=None):
         )
         return out
     stage = "verify" if phase == "verify" else "rollback"
-    gates = verify_gates(stage, figures, thresholds)
+    baseline = change.get("figures", {}).get("baseline") or (change.get("resume") or {}).get(
+        "baseline"
+    )
+    gates = verify_gates(stage, figures, thresholds, baseline=baseline)
     out["gates"] += gates
     bad = [g["gate"] for g in gates if not g["passed"]]
     if phase == "verify":
@@ -536,7 +539,7 @@ def add_rollback(record, restore=None, timing=None, error=None):
             status,
             reason
             % (
-                rollback.get("revision"),
+                rollback.get("revision_target") or rollback.get("revision"),
                 rollback.get("version"),
                 summary.get("restored"),
                 summary.get("not_restored"),
@@ -643,6 +646,10 @@ def new_rollback_record(cluster, bundle, report, thresholds=None, owner=None, bu
             "after_objects": change.get("after_objects"),
             "policy": {"policy": "rollback", "source": "rollback.yml"},
             "action": "rollback",
+            # the old version's own figures before that change: the rollback is held to them
+            "figures": {"baseline": (change.get("figures") or {}).get("baseline")}
+            if (change.get("figures") or {}).get("baseline")
+            else {},
         },
     }
     return record
