@@ -216,8 +216,11 @@ def _cell(value):
 
 def render_markdown(report):
     req = report["request"] if isinstance(report.get("request"), dict) else {}
+    rollback_only = report.get("clusters") and all(
+        (c.get("change") or {}).get("operation") == "rollback" for c in report["clusters"].values()
+    )
     lines = [
-        "# KAI Scheduler rollout report",
+        "# KAI Scheduler %s report" % ("rollback" if rollback_only else "rollout"),
         "",
         "Generated: %s" % report["generated_at"],
         "",
@@ -389,8 +392,18 @@ def change_board(report):
     if not any(c.get("change") for c in clusters.values()):
         return []
     req = report["request"] if isinstance(report.get("request"), dict) else {}
+    rollback_only = all(
+        (c.get("change") or {}).get("operation") == "rollback" for c in clusters.values()
+    )
+    text = DECISION_TEXT.get(report["decision"], report["decision"])
+    if rollback_only:
+        text = {
+            "rolled_back": "rolled back to the revision the bundle recorded before its change, "
+            "configuration restored, verified",
+            "rollback_failed": "the rollback did not end verified: act now",
+        }.get(report["decision"], text)
     lines = [
-        "%s." % DECISION_TEXT.get(report["decision"], report["decision"]).capitalize(),
+        "%s." % (text[:1].upper() + text[1:]),
         "",
         "## What changed, where, by whom",
         "",
