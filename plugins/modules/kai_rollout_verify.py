@@ -105,7 +105,7 @@ options:
     default: kai-resource-reservation
 attributes:
   check_mode:
-    support: none
+    support: partial
     details:
       - Creates pods; under C(--check) nothing runs and the record comes back as given.
 seealso:
