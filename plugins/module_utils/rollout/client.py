@@ -111,8 +111,8 @@ def _last_task(bundle, cluster):
 
 
 def _is_rollout(bundle, report):
-    if report and report.get("kind") == "rollout":
-        return True
+    if report:
+        return report.get("kind") == "rollout"
     run = _json(os.path.join(bundle, "run.json")) or {}
     paths = [p.get("path") or "" for p in run.get("playbooks") or [] if isinstance(p, dict)]
     return any(os.path.basename(p) in ("rollout.yml",) for p in paths)
