@@ -55,7 +55,7 @@ def test_read_policy(value, policy, problem):
 
 
 def test_policy_text_names_the_decision_and_approver():
-    read, _ = C.read_policy({"policy": "continue", "decision": "why", "approved_by": "cab"})
+    read = C.read_policy({"policy": "continue", "decision": "why", "approved_by": "cab"})[0]
     assert C.policy_text(read) == "continue: why (approved by cab)"
     assert C.policy_text(C.read_policy(None)[0]) == "rollback (default)"
 
