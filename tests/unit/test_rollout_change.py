@@ -451,6 +451,16 @@ def test_restore_plan_puts_back_what_the_upgrade_changed_only():
     assert "changed in between" in why and "kubectl (Update at t)" in why
 
 
+def test_restore_plan_leaves_an_object_deleted_in_between():
+    recorded = [obj("Queue", "q-team", {"x": 1}), obj("Queue", "q-upgrade", {"x": 1})]
+    after = {"Queue//q-team": "7"}  # q-upgrade was gone right after the upgrade
+    actions = {a["object"]: a for a in RS.plan(recorded, {}, after, [])}
+    assert actions["Queue//q-team"]["action"] == "not_restored"
+    assert actions["Queue//q-team"]["why"].startswith("deleted in between")
+    assert actions["Queue//q-upgrade"]["action"] == "recreate"
+    assert RS.plan(recorded, {}, None, [])[0]["action"] == "recreate"
+
+
 def test_merge_patch_turns_current_into_desired():
     current = {"a": 1, "b": {"c": 1, "d": 2}, "e": [1]}
     desired = {"a": 1, "b": {"c": 3}, "f": 4}

@@ -7,7 +7,8 @@ The objects restored are those a rollback needs beyond the Helm release: Config 
 the queues and the SchedulingShards, as the snapshot before the change recorded them
 (``snapshots/before-change-<cluster>/``). For each:
 
-- recorded and absent now: recreated from the record;
+- recorded and absent now: recreated from the record, unless it was there right after the upgrade
+  (something else deleted it in between: not restored, reported);
 - recorded, present, its spec as recorded: nothing to do (``helm rollback`` put it back, or it
   never changed);
 - recorded, present, changed **in between** - its resourceVersion before the rollback differs from
@@ -93,9 +94,24 @@ def plan(recorded, before_rollback, after_upgrade, now):
     for k in sorted(rec_by_key):
         rec, cur = rec_by_key[k], now_by_key.get(k)
         if cur is None:
-            out.append(
-                {"object": k, "action": "recreate", "why": "recorded before the change, absent now"}
-            )
+            if after_upgrade is not None and k in after_upgrade:
+                out.append(
+                    {
+                        "object": k,
+                        "action": "not_restored",
+                        "why": "deleted in between (it was there right after the upgrade, "
+                        "resourceVersion %s): recreate it by hand from the snapshot if that "
+                        "deletion is to be undone" % after_upgrade[k],
+                    }
+                )
+            else:
+                out.append(
+                    {
+                        "object": k,
+                        "action": "recreate",
+                        "why": "recorded before the change, absent now",
+                    }
+                )
             continue
         if cur.get("spec") == rec.get("spec"):
             out.append({"object": k, "action": "none", "why": "spec as recorded before the change"})
