@@ -189,6 +189,17 @@ def running(kube, namespace: str, name: str):
 # ------------------------------------------------------------------ fixtures
 
 
+@pytest.fixture()
+def namespace(kube):
+    """A namespace of the test's own, gone before the next test starts: a terminating pod still
+    holds its GPU share, and the next test's pods would pack around it."""
+    name = f"labtest-{uuid.uuid4().hex[:6]}"
+    kube("create", "namespace", name)
+    kube("wait", "--for=create", "serviceaccount/default", "-n", name, "--timeout=60s")
+    yield name
+    kube("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+
+
 @pytest.fixture(scope="module")
 def started_with(lab):
     """The release the lab runs when these tests begin; restored at the end."""
