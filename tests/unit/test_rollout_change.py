@@ -396,6 +396,23 @@ def test_capacity_counts_whole_gpus_of_live_bound_pods():
     assert P.capacity(nodes, pods) == {"gpus": 8, "held": 1, "idle": 7, "nodes": 1}
 
 
+def test_groups_in_use_are_those_of_live_bound_pods_outside_the_reservation_namespace():
+    def pod(ns, group, node="n", phase="Running", deleting=False):
+        meta = {"namespace": ns, "labels": {"runai-gpu-group": group}}
+        if deleting:
+            meta["deletionTimestamp"] = "t"
+        return {"metadata": meta, "spec": {"nodeName": node}, "status": {"phase": phase}}
+
+    pods = [
+        pod("team", "g1"),
+        pod("kai-resource-reservation", "g2"),
+        pod("team", "g3", node=None),
+        pod("team", "g4", phase="Succeeded"),
+        pod("team", "g5", deleting=True),
+    ]
+    assert P.groups_in_use(pods, "kai-resource-reservation") == {"g1"}
+
+
 def test_probe_manifest_is_reproduces_fraction_pod():
     real, kwok = P.workloads(1, 1, {"spec": {"nodeSelector": {"kubernetes.io/hostname": "n"}}})
     pod = P.manifest(real, "ns", P.PROBE_IMAGE, {"a": "b"})

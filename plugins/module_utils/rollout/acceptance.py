@@ -238,8 +238,11 @@ def verify_gates(stage, figures, thresholds, evidence=None, baseline=None):
     return out
 
 
-def upgrade_gates(stage, identity, expected_version, rolled_out_s, timeout_s, evidence=None):
-    """The version that runs after the upgrade (or the rollback) and the bounded rollout wait."""
+def upgrade_gates(
+    stage, identity, expected_version, rolled_out_s, timeout_s, evidence=None, helm_status=None
+):
+    """The version that runs after the upgrade (or the rollback), the bounded rollout wait and,
+    when given, the Helm release's status (an upgrade cut off leaves it pending-upgrade)."""
     identity = identity or {}
     version = identity.get("version")
     gates = [
@@ -269,6 +272,22 @@ def upgrade_gates(stage, identity, expected_version, rolled_out_s, timeout_s, ev
             else "read the Deployments' conditions and the new pods' events",
         ),
     ]
+    if helm_status is not None:
+        gates.append(
+            gate(
+                stage,
+                "helm_release",
+                helm_status or "unknown",
+                "deployed",
+                helm_status == "deployed",
+                ""
+                if helm_status == "deployed"
+                else "the Helm release is %s, not deployed" % (helm_status or "unknown"),
+                ""
+                if helm_status == "deployed"
+                else "read helm history; roll back to a deployed revision",
+            )
+        )
     for g in gates:
         g["evidence"] = evidence
     return gates

@@ -307,6 +307,10 @@ class ProbeRun(object):
                 cs.get("restartCount", 0)
                 for cs in (pod.get("status") or {}).get("containerStatuses") or []
             )
+        reserved = {
+            (p.get("metadata") or {}).get("uid")
+            for p in self.client.list("v1", "Pod", self.p["reservation_namespace"])
+        }
         rec = Recorder(self.client, clock=self.clock, wall=self.wall)
         rec.watch("pods", "v1", "Pod", self.namespace)
         rec.watch("bindrequests", "scheduling.run.ai/v1alpha2", "BindRequest", self.namespace)
@@ -352,11 +356,19 @@ class ProbeRun(object):
         left = []
 
         def groups_gone():
+            """Reservation pods the probes' binds made that outlived the probes: of the probes'
+            GPU groups, not there before them, and whose group no other live bound pod uses
+            (a probe may have joined another workload's group)."""
             del left[:]
+            users = P.groups_in_use(
+                self.client.list("v1", "Pod", label_selector="runai-gpu-group"),
+                self.p["reservation_namespace"],
+            )
             for pod in self.client.list("v1", "Pod", self.p["reservation_namespace"]):
-                group = ((pod.get("metadata") or {}).get("labels") or {}).get("runai-gpu-group")
-                if group in groups:
-                    left.append(pod["metadata"]["name"])
+                meta = pod.get("metadata") or {}
+                group = (meta.get("labels") or {}).get("runai-gpu-group")
+                if group in groups and group not in users and meta.get("uid") not in reserved:
+                    left.append(meta["name"])
             return not left
 
         self._wait(groups_gone, self.p["settle_s"], "the probes' reservation pods to go")

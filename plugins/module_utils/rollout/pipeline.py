@@ -432,6 +432,7 @@ def add_upgrade(record, stage, result):
         result.get("rolled_out_s"),
         result.get("timeout_s"),
         result.get("evidence"),
+        result.get("helm_status"),
     )
     if result.get("error"):
         gates.insert(
@@ -530,6 +531,16 @@ def add_rollback(record, restore=None, timing=None, error=None):
         rollback["error"] = error
     verified = rollback.get("verified")
     status = "done" if rollback.get("status") == "done" and verified else "failed"
+    if error and rollback.get("version") is None and restore is None:
+        out["steps"].append(
+            _step(
+                "rollback",
+                "failed",
+                "failed before KAI was rolled back to revision %s: %s"
+                % ((_change(out).get("before") or {}).get("revision"), error),
+            )
+        )
+        return _decided(out)
     reason = "helm rollback to revision %s, %s; restored %s, not restored %s; verification %s; "
     reason += "time to restore %s s"
     summary = (restore or {}).get("summary") or {}

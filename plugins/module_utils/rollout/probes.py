@@ -200,6 +200,24 @@ def pending_work(pods, now_wall, parse_time, scheduler="kai-scheduler"):
     }
 
 
+def groups_in_use(pods, reservation_namespace):
+    """GPU groups a live pod with a node uses, outside the reservation namespace."""
+    used = set()
+    for pod in pods:
+        meta = _meta(pod)
+        group = (meta.get("labels") or {}).get("runai-gpu-group")
+        phase = (pod.get("status") or {}).get("phase")
+        if (
+            group
+            and meta.get("namespace") != reservation_namespace
+            and (pod.get("spec") or {}).get("nodeName")
+            and phase not in ("Succeeded", "Failed")
+            and not meta.get("deletionTimestamp")
+        ):
+            used.add(group)
+    return used
+
+
 def probe_groups(records, names):
     groups = set()
     for rec in records:
