@@ -492,6 +492,8 @@ def add_decision(record, action):
     change = _change(out)
     policy = change.get("policy") or dict(C.DEFAULT_POLICY)
     failed_names = [g["gate"] for g in failed(out["gates"]) if g["stage"] in ("upgrade", "verify")]
+    if not failed_names and change.get("error"):
+        failed_names = ["the upgrade failed (%s)" % change["error"].split(":", 1)[0]]
     if action == "none":
         reason = "every verification gate passed: the change stays"
     elif action == "rollback":
