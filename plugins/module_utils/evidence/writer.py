@@ -134,3 +134,9 @@ class EvidenceWriter(object):
     def write_json(self, relpath, data):
         """Data through the policy, written as canonical JSON."""
         return self.write_bytes(relpath, canonical_json(self.policy.redact(data)).encode("utf-8"))
+
+    def write(self, relpath, data):
+        """Text as text, anything else as JSON (both through the policy)."""
+        if isinstance(data, str):
+            return self.write_text(relpath, data)
+        return self.write_json(relpath, data)

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import time
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
@@ -74,11 +75,7 @@ class CaseRun(object):
     def write(self, name, data):
         if self.writer is None:
             return None
-        rel = "%s/%s" % (self.folder, name)
-        if isinstance(data, str):
-            self.writer.write_text(rel, data)
-        else:
-            self.writer.write_json(rel, data)
+        rel = self.writer.write("%s/%s" % (self.folder, name), data)
         self.files.append(rel)
         return rel
 
@@ -468,13 +465,15 @@ class CaseRun(object):
             lines = []
             for r in rec.objects(key):
                 lines.append(
-                    S_json(
+                    json.dumps(
                         {
                             "t": round(r["t"], 3),
                             "at": r["at"],
                             "type": r["type"],
                             "object": r["object"],
-                        }
+                        },
+                        sort_keys=True,
+                        separators=(",", ":"),
                     )
                 )
             self.write("watch-%s.jsonl" % key, "\n".join(lines) + ("\n" if lines else ""))
@@ -533,12 +532,6 @@ class CaseRun(object):
                 }
             )
         return out
-
-
-def S_json(data):
-    import json
-
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def run_case(module):

@@ -213,11 +213,7 @@ class ProbeRun(object):
     def write(self, name, data):
         if self.writer is None:
             return None
-        rel = "%s/%s" % (self.folder, name)
-        if isinstance(data, str):
-            self.writer.write_text(rel, data)
-        else:
-            self.writer.write_json(rel, data)
+        rel = self.writer.write("%s/%s" % (self.folder, name), data)
         self.files.append(rel)
         return rel
 
