@@ -88,8 +88,6 @@ molecule: venv ## Molecule scenarios against the running lab (all of them, then 
 	done; \
 	if [ -n "$$failed" ]; then echo "molecule: failed:$$failed"; exit 1; fi
 
-# The lab's probes for the drill's rollout: the GPU probe on the real node, eight on KWOK nodes.
-DRILL_ROLLOUT_VARS = {"kaiops_rollout_probe_placement": {"spec": {"nodeSelector": {"kubernetes.io/hostname": "kaiops-node"}}}, "kaiops_rollout_kwok_probes": 8}
 # Recovery's documented steps on the drill's own leftovers (the planted namespace only).
 DRILL_RECOVERY_STEPS = ["delete_failed_bindrequests", "delete_dataless_configmaps", "delete_orphan_configmaps"]
 
@@ -119,7 +117,7 @@ drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, r
 	  -e '{"kaiops_reproduce_cases": ["nil_data"], "kaiops_reproduce_builds": ["pre"], "kaiops_reproduce_install": false, "kaiops_reproduce_keep_namespaces": true}'; \
 	damaged=$$(kubectl get ns -l kaiops.dev/created-by=reproduce,kaiops.dev/reproduce-case=nil_data --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[-1:].metadata.name}' 2>/dev/null); \
 	name=rollout; step "rollout.yml to $$patched" ap rollout.yml \
-	  $${patched:+-e kaiops_kai_version=$$patched} $${installed:+-e kaiops_rollout_rollback_target=$$installed} -e '$(DRILL_ROLLOUT_VARS)'; \
+	  $${patched:+-e kaiops_kai_version=$$patched} $${installed:+-e kaiops_rollout_rollback_target=$$installed}; \
 	rc=$$?; report="$$(readlink -f "$$root/latest")"; \
 	p95=$$($(PY) -c 'import json,sys; c=json.load(open(sys.argv[1]))["clusters"]; print(max([((x.get("change") or {}).get("figures") or {}).get("verify", {}).get("submit_to_running", {}).get("p95_s") or 0 for x in c.values()] or [0]))' "$$report/report.json" 2>/dev/null || echo 0); \
 	if [ -n "$$damaged" ]; then \

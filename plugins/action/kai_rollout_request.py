@@ -6,17 +6,13 @@
 It also gives the module the names of the kaiops_* variables set for the host (the module
 refuses those outside the vocabulary), and extra vars that were neither name=value pairs nor a
 mapping (ansible-playbook keeps such a -e as the variable _raw_params), unless the task gives
-them. The change window's own names (``rollout/change.py`` ROLLOUT_VARIABLES: waves, failed-gate
-policy, probes...) are this feature's and judged by it, so they are left out of that list.
+them.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (
-    ROLLOUT_VARIABLES,
-)
 from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import KaiopsModuleAction
 
 
@@ -24,11 +20,7 @@ class ActionModule(KaiopsModuleAction):
     def extra_args(self, task_vars):
         extra = {}
         if "variables" not in self._task.args:
-            extra["variables"] = sorted(
-                name
-                for name in task_vars
-                if name.startswith("kaiops_") and name not in ROLLOUT_VARIABLES
-            )
+            extra["variables"] = sorted(name for name in task_vars if name.startswith("kaiops_"))
         if "stray_extra_vars" not in self._task.args and "_raw_params" in task_vars:
             extra["stray_extra_vars"] = [str(task_vars["_raw_params"])]
         return extra

@@ -112,6 +112,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact im
     RedactionPolicy,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
+    FILE_MODE,
     canonical_json,
     safe_name,
 )
@@ -184,9 +185,9 @@ class Bundle(object):
             "started_at": iso(self.started),
             "status": "running",
         }
-        self._fd = os.open(
-            os.path.join(self.path, "tasks.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
-        )
+        tasks = os.path.join(self.path, "tasks.jsonl")
+        self._fd = os.open(tasks, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        os.fchmod(self._fd, FILE_MODE)
         self._write_file(STATUS_FILE, "running\n")
         self._point_latest(name)
 
@@ -196,6 +197,7 @@ class Bundle(object):
         target = os.path.join(self.path, rel)
         tmp = "%s.%s.tmp" % (target, os.getpid())
         with open(tmp, "w") as handle:
+            os.fchmod(handle.fileno(), FILE_MODE)
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

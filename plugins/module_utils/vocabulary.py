@@ -38,6 +38,20 @@ VARIABLES = {
     "pair.pre of meta/kai_releases.yml)",
     "kaiops_rollout_regression_waiver": "{reason, approved_by} when no passing reproduce report "
     "is in the evidence store",
+    # The change window (rollout.yml, rollback.yml).
+    "kaiops_rollout_waves": "Ansible serial of the change: clusters per wave, e.g. [1, '25%', "
+    "'100%'] (default 1: one cluster at a time); play-level, give it with -e",
+    "kaiops_rollout_on_failed_gate": "rollback (default), pause, or {policy: continue, decision, "
+    "approved_by}",
+    "kaiops_rollout_probe_placement": "placement (spec) of the probes that run the GPU probe "
+    "on a real node",
+    "kaiops_rollout_probes": "number of probes on the real node (default 1)",
+    "kaiops_rollout_kwok_probes": "number of probes on KWOK nodes (default 0)",
+    "kaiops_rollout_kwok_placement": "placement (spec) of the KWOK probes",
+    "kaiops_rollout_governance": "{refuse_broad_grants: true} to refuse a cluster where a "
+    "broad grant is flagged (default: report only)",
+    "kaiops_rollout_rollback_bundle": "rollback.yml: the rollout bundle to restore from",
+    "kaiops_gpu_hour_rate": "cost per available GPU-hour for the cost section",
     # Installing a KAI build (reproduce.yml).
     "kaiops_kai_chart_ref": "where the KAI chart of a release is, a reference with {version}",
     "kaiops_kai_helm_values": "Helm values for installing a KAI build",

@@ -68,6 +68,35 @@ def test_bundle_appends_then_finalizes_once_with_a_valid_manifest(tmp_path):
     assert "snapshots/s/a.json" in manifest and "status" in manifest
 
 
+def test_every_file_of_a_bundle_has_one_mode_whatever_the_umask(tmp_path):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
+        FILE_MODE,
+        EvidenceWriter,
+    )
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply import (
+        InterventionJournal,
+    )
+
+    old = os.umask(0o077)
+    try:
+        bundle = make_bundle(tmp_path)
+        bundle.append({"event": "ok", "host": "h"})
+        writer = EvidenceWriter(bundle.path)
+        writer.write_json("verify/lab/figures.json", {"p50": 1})
+        writer.write_text("report.md", "# report\n")
+        InterventionJournal(writer).append({"event": "recorded", "id": "a:b"})
+        bundle.finalize("complete", outcome="succeeded")
+    finally:
+        os.umask(old)
+    modes = {}
+    for folder, _dirs, files in os.walk(bundle.path):
+        for name in files:
+            rel = os.path.relpath(os.path.join(folder, name), bundle.path)
+            modes[rel] = os.stat(os.path.join(folder, name)).st_mode & 0o777
+    assert len(modes) == 7, modes
+    assert set(modes.values()) == {FILE_MODE}, modes
+
+
 def test_bundle_record_result_redacts_and_caps(tmp_path):
     bundle = make_bundle(tmp_path, max_bytes=200)
     assert bundle.record_result({"password": "x", "msg": "ok"}) == {

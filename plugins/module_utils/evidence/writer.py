@@ -34,6 +34,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact im
 )
 
 TEMP_PREFIX = ".kaiops-tmp-"
+# Every file of a bundle, whoever writes it (a module, the callback, the recovery journal), gets
+# this mode, whatever the umask: a bundle is handed on as a whole, and secrets never reach it.
+FILE_MODE = 0o644
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _SAFE_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
@@ -107,6 +110,7 @@ class EvidenceWriter(object):
         try:
             os.makedirs(folder, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
+            os.fchmod(fd, FILE_MODE)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             # link() refuses to replace: an existing file is never overwritten.

@@ -37,7 +37,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact im
     DEFAULT_POLICY,
     sanitize_object,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import safe_name
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
+    FILE_MODE,
+    safe_name,
+)
 
 JOURNAL = "interventions.jsonl"
 RESTART_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
@@ -61,8 +64,9 @@ class InterventionJournal(object):
         self.recorded = set()
 
     def append(self, entry):
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         try:
+            os.fchmod(fd, FILE_MODE)
             fcntl.flock(fd, fcntl.LOCK_EX)
             with open(self.path, "rb") as handle:
                 seq = sum(1 for _line in handle) + 1

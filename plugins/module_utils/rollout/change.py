@@ -18,7 +18,8 @@ earlier run of the same change left (an approved run, an interrupted one), the d
   back to).
 - ``decide``: the cluster's decision from its record.
 
-The names this feature reads beyond the vocabulary's (``ROLLOUT_VARIABLES``) are declared here.
+The change window's inventory names (waves, failed-gate policy, probes...) are in the one
+vocabulary (``module_utils/vocabulary.py``) with every other name.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,25 +31,6 @@ import re
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import type_name
 
 OFFICIAL_CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
-
-# The rollout's own kaiops_rollout_* names for the change window (its feature prefix). The
-# vocabulary (plugins/module_utils/vocabulary.py) is to list them too; until it does, the action
-# plugin of kai_rollout_request leaves these names to this feature.
-ROLLOUT_VARIABLES = {
-    "kaiops_rollout_waves": "Ansible serial of the change: clusters per wave, e.g. [1, '25%', "
-    "'100%'] (default 1: one cluster at a time); play-level, give it with -e",
-    "kaiops_rollout_on_failed_gate": "rollback (default), pause, or {policy: continue, decision, "
-    "approved_by}",
-    "kaiops_rollout_probe_placement": "placement (spec) of the probes that run the GPU probe "
-    "on a real node",
-    "kaiops_rollout_probes": "number of probes on the real node (default 1)",
-    "kaiops_rollout_kwok_probes": "number of probes on KWOK nodes (default 0)",
-    "kaiops_rollout_kwok_placement": "placement (spec) of the KWOK probes",
-    "kaiops_rollout_governance": "{refuse_broad_grants: true} to refuse a cluster where a "
-    "broad grant is flagged (default: report only)",
-    "kaiops_rollout_rollback_bundle": "rollback.yml: the rollout bundle to restore from",
-    "kaiops_gpu_hour_rate": "cost per available GPU-hour for the cost section",
-}
 
 POLICIES = ("rollback", "pause", "continue")
 POLICY_THRESHOLD = "rollback (default), pause, or {policy: continue, decision, approved_by}"
