@@ -115,6 +115,25 @@ KIND_TEXT = {
     "count": "a whole number, 0 or more",
     "window": "a whole number of seconds, 60 to 86400",
 }
+# How a kind's rule reads in a report's threshold column.
+RULE_TEXT = {
+    "seconds": "> 0 s",
+    "fraction": "> 0 and <= 1",
+    "count": "a whole number >= 0",
+    "window": "a whole number of seconds, 60 to 86400",
+}
+
+
+def threshold_rule(name):
+    """The rule a threshold's value follows, as the report's threshold column gives it: its
+    kind's rule, and for a percentile its order against the other of the pair."""
+    text = RULE_TEXT[THRESHOLDS[name]["kind"]]
+    for low, high in PERCENTILE_PAIRS:
+        if name == low:
+            text += " and p50 <= p95 (%s)" % high
+        elif name == high:
+            text += " and p95 >= p50 (%s)" % low
+    return text
 
 
 def type_name(value):

@@ -377,3 +377,23 @@ def test_names_under_another_features_prefix_are_left_to_that_feature():
     assert "kaiops_reprodce_x" in messages
     assert "kaiops_reproduce_not_yet_listed" not in messages
     assert "kaiops_gpu_access_typo" not in messages
+
+
+def test_threshold_gates_give_the_rule_not_just_the_unit():
+    gates = {
+        g["gate"]: g["threshold"]
+        for g in preflight.threshold_gates(
+            {
+                "bind_latency_p50_s": 2,
+                "bind_latency_p95_s": 5,
+                "completion_rate_min": 1,
+                "binder_restarts_max": 0,
+                "observation_window_s": 300,
+            }
+        )
+    }
+    assert gates["threshold:bind_latency_p50_s"] == "> 0 s and p50 <= p95 (bind_latency_p95_s)"
+    assert gates["threshold:bind_latency_p95_s"] == "> 0 s and p95 >= p50 (bind_latency_p50_s)"
+    assert gates["threshold:completion_rate_min"] == "> 0 and <= 1"
+    assert gates["threshold:binder_restarts_max"] == "a whole number >= 0"
+    assert gates["threshold:observation_window_s"] == "a whole number of seconds, 60 to 86400"

@@ -102,7 +102,9 @@ def test_build_unknown_step_status_reads_failed():
 
 def test_render_junit_failed_gate_is_a_failure():
     root = ET.fromstring(rollout_report.render_junit(build()))
-    assert root.get("tests") == "4" and root.get("failures") == "1"
+    # 4 gates, and the 2 pending steps of each cluster as skipped cases
+    assert root.get("tests") == "8" and root.get("failures") == "1"
+    assert root.get("skipped") == "4"
     suites = {s.get("name"): s for s in root.findall("testsuite")}
     lab = suites["rollout lab"]
     assert lab.get("failures") == "1"
@@ -112,6 +114,69 @@ def test_render_junit_failed_gate_is_a_failure():
     assert "fix: install KAI" in failure.text
     assert cases["change_owner"].find("failure") is None
     assert suites["rollout good"].get("failures") == "0"
+
+
+def test_render_junit_marks_steps_not_run_as_skipped_with_their_reason():
+    root = ET.fromstring(rollout_report.render_junit(build()))
+    good = {s.get("name"): s for s in root.findall("testsuite")}["rollout good"]
+    assert good.get("skipped") == "2"
+    cases = {c.get("name"): c for c in good.findall("testcase")}
+    assert cases["step:upgrade"].find("skipped").get("message") == "not built yet"
+    assert cases["step:verify"].find("skipped").get("message") == "not built"
+    assert cases["change_owner"].find("skipped") is None
+
+
+def test_build_lists_steps_in_the_order_the_rollout_runs_them():
+    data = {
+        "c1": {
+            "gates": [passing("a")],
+            "steps": [
+                {"step": "upgrade", "status": "done", "reason": ""},
+                {"step": "verify", "status": "done", "reason": ""},
+                {"step": "request", "status": "done", "reason": ""},
+            ],
+            "change": {"baseline_note": "the cluster already ran v9 when this run began"},
+        }
+    }
+    pending = [{"step": s, "reason": "not reached"} for s in ("baseline", "rollback")]
+    report = rollout_report.build(REQUEST, data, "t", "run-1", pending)
+    steps = report["clusters"]["c1"]["steps"]
+    assert [s["step"] for s in steps] == ["request", "baseline", "upgrade", "verify", "rollback"]
+    # a baseline the run chose not to measure says why, not "not reached"
+    assert steps[1]["reason"] == "not measured: the cluster already ran v9 when this run began"
+    assert steps[-1]["reason"] == "not reached"
+
+
+def test_the_report_names_run_operator_commit_and_inventory(tmp_path):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+        run_facts,
+    )
+
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {
+                "folder": "20261201T000000Z-rollout-abcd1234",
+                "user": {"name": "root", "sudo_user": "alice"},
+                "git": {"commit": "0123456789abcdef0123", "dirty": True},
+                "inventory": {"sources": ["/x/inventories/lab"]},
+            }
+        )
+    )
+    report = rollout_report.build(
+        REQUEST, clusters(), "t", "run-1", PENDING, run=run_facts(str(tmp_path))
+    )
+    text = rollout_report.render_markdown(report)
+    assert (
+        "Run: 20261201T000000Z-rollout-abcd1234 · operator: root (sudo from alice) · "
+        "collection commit: `0123456789ab` (uncommitted changes) · inventory: /x/inventories/lab"
+    ) in text
+    assert report["run"]["commit"] == "0123456789abcdef0123"
+    # without a run record nothing is guessed
+    bare = run_facts(str(tmp_path / "none"))
+    assert bare["operator"] is None and bare["commit"] is None
+    assert "operator: unknown" in rollout_report.render_markdown(
+        rollout_report.build(REQUEST, clusters(), "t", "run-1", PENDING, run=bare)
+    )
 
 
 def test_render_junit_escapes_markup():

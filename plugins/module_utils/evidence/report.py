@@ -16,6 +16,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import os
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import policy_for
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
@@ -26,6 +29,49 @@ NO_EVIDENCE_WARNING = (
     "No evidence folder: enable the kaiops.runbooks.evidence callback (ansible.cfg) or set "
     "evidence_dir; not written: %s"
 )
+
+
+def run_facts(evidence_dir):
+    """Who ran what, from the run.json the evidence callback writes when a run begins: the
+    run's folder, operator, the collection's git commit, the inventory and the playbook. None
+    for a field the record lacks (no callback, no git checkout): a report says "unknown" then,
+    it never guesses."""
+    facts = {"run": None, "operator": None, "commit": None, "dirty": None, "inventory": []}
+    if not evidence_dir:
+        return facts
+    try:
+        with open(os.path.join(evidence_dir, "run.json")) as handle:
+            run = json.load(handle)
+    except (OSError, ValueError):
+        return facts
+    user = run.get("user") or {}
+    git = run.get("git") or {}
+    operator = user.get("name")
+    if operator and user.get("sudo_user"):
+        operator = "%s (sudo from %s)" % (operator, user["sudo_user"])
+    facts.update(
+        run=run.get("folder"),
+        operator=operator,
+        commit=git.get("commit"),
+        dirty=git.get("dirty"),
+        inventory=list((run.get("inventory") or {}).get("sources") or []),
+        playbook=(run.get("playbook") or {}).get("path"),
+        started_at=run.get("started_at"),
+    )
+    return facts
+
+
+def run_line(facts):
+    """One line of Markdown naming the run, its operator, commit and inventory."""
+    commit = facts.get("commit")
+    if commit:
+        commit = "`%s`%s" % (commit[:12], " (uncommitted changes)" if facts.get("dirty") else "")
+    return "Run: %s · operator: %s · collection commit: %s · inventory: %s" % (
+        facts.get("run") or "unknown",
+        facts.get("operator") or "unknown",
+        commit or "unknown",
+        ", ".join(facts.get("inventory") or []) or "unknown",
+    )
 
 
 def no_evidence_warning(what):

@@ -33,12 +33,12 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request im
     read_waiver,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
-    KIND_TEXT,
     PERCENTILE_PAIRS,
     ROLLOUT_THRESHOLDS,
     THRESHOLDS,
     as_number,
     nearest_threshold,
+    threshold_rule,
     type_name,
     unknown_variables,
 )
@@ -230,7 +230,7 @@ def threshold_gates(thresholds):
                 stage,
                 "threshold:" + name,
                 value,
-                KIND_TEXT[rule["kind"]],
+                threshold_rule(name),
                 problem is None,
                 "threshold %s (%s): %s" % (name, rule["what"], problem) if problem else "",
                 "set %s.%s" % (fix_var, name) if problem else "",
@@ -258,7 +258,7 @@ def threshold_gates(thresholds):
                     stage,
                     "threshold:" + name,
                     thresholds[name],
-                    KIND_TEXT[THRESHOLDS[name]["kind"]],
+                    threshold_rule(name),
                     False,
                     "threshold %s (%s): %s" % (name, THRESHOLDS[name]["what"], problem),
                     "set %s.%s" % (fix_var, name),

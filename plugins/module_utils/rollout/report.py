@@ -22,11 +22,13 @@ __metaclass__ = type
 from decimal import Decimal
 from xml.sax.saxutils import escape, quoteattr
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_line
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (
     DECISIONS,
     policy_text,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
+    STAGES,
     STEP_STATUSES,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
@@ -36,6 +38,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.probes imp
 
 SCHEMA = "kaiops.report/v1"
 RUN_EVIDENCE = ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"]
+# Steps in the order the rollout runs them; a step outside the pipeline (no record) comes first.
+STEP_ORDER = {s["step"]: n for n, s in enumerate(STAGES)}
 # The step of a cluster that has no record: it failed before its preflight ran.
 NO_RECORD_STEP = {
     "step": "preflight",
@@ -69,8 +73,11 @@ def run_decision(decisions):
     return min(decisions, key=SEVERITY.index)
 
 
-def build(request, clusters, generated_at, run_id=None, pending_steps=None):
+def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=None):
     """The report document (what report.json holds).
+
+    ``run``: who ran what (``evidence/report.run_facts``: operator, commit, inventory), kept as
+    the report's ``run``.
 
     ``pending_steps``: steps of the rollout that come after preflight, each ``{step, reason}``
     (default: the pipeline's steps not built yet); a cluster that did not record one gets it as
@@ -117,7 +124,11 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None):
                 if decision == "refused"
                 else pending.get("reason") or "not run"
             )
+            note = (entry.get("change") or {}).get("baseline_note")
+            if pending.get("step") == "baseline" and note and decision != "refused":
+                reason = "not measured: %s" % note
             steps.append({"step": pending.get("step"), "status": "not_run", "reason": reason})
+        steps.sort(key=lambda s: STEP_ORDER.get(s["step"], -1))
         out_clusters[name] = {
             "decision": decision,
             "reasons": reasons,
@@ -147,6 +158,7 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None):
             "schema": SCHEMA,
             "kind": "rollout",
             "run_id": run_id,
+            "run": run,
             "generated_at": generated_at,
             "kai_version": request.get("kai_version"),
             "request": request,
@@ -224,9 +236,10 @@ def render_markdown(report):
         "",
         "Generated: %s" % report["generated_at"],
         "",
-        "**Decision: %s**" % report["decision"].upper(),
-        "",
     ]
+    if report.get("run"):
+        lines += [run_line(report["run"]), ""]
+    lines += ["**Decision: %s**" % report["decision"].upper(), ""]
     if report.get("error"):
         lines += ["**Error**: %s" % _cell(report["error"]), ""]
     lines += change_board(report)
@@ -236,7 +249,8 @@ def render_markdown(report):
             for c in report["clusters"].values()
             for s in c["steps"]
             if s["status"] == "not_run"
-        }
+        },
+        key=lambda step: (STEP_ORDER.get(step, -1), step),
     )
     if not_run:
         lines += ["Steps not run (reason per cluster below): %s." % ", ".join(not_run), ""]
@@ -296,10 +310,11 @@ def render_markdown(report):
 
 
 def render_junit(report):
-    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>. A report
-    that could not be built is one <error>."""
+    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>, a step
+    that did not run a <skipped> testcase with its reason. A report that could not be built is
+    one <error>."""
     suites = []
-    total = failures = errors = 0
+    total = failures = errors = skipped = 0
     if report.get("error"):
         total, errors = 1, 1
         suites.append(
@@ -330,16 +345,28 @@ def render_junit(report):
                 "    <testcase classname=%s name=%s>%s</testcase>"
                 % (quoteattr(classname), quoteattr(g["gate"]), body)
             )
+        not_run = [s for s in cluster["steps"] if s["status"] == "not_run"]
+        for s in not_run:
+            cases.append(
+                "    <testcase classname=%s name=%s><skipped message=%s/></testcase>"
+                % (
+                    quoteattr("rollout.%s.step" % name),
+                    quoteattr("step:%s" % s["step"]),
+                    quoteattr(s["reason"] or "not run"),
+                )
+            )
         total += len(cases)
         failures += bad
+        skipped += len(not_run)
         suites.append(
-            '  <testsuite name=%s tests="%d" failures="%d" errors="0" skipped="0">\n%s\n'
-            "  </testsuite>" % (quoteattr("rollout " + name), len(cases), bad, "\n".join(cases))
+            '  <testsuite name=%s tests="%d" failures="%d" errors="0" skipped="%d">\n%s\n'
+            "  </testsuite>"
+            % (quoteattr("rollout " + name), len(cases), bad, len(not_run), "\n".join(cases))
         )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites name="kaiops rollout" tests="%d" failures="%d" errors="%d">\n%s\n'
-        "</testsuites>\n" % (total, failures, errors, "\n".join(suites))
+        '<testsuites name="kaiops rollout" tests="%d" failures="%d" errors="%d" skipped="%d">'
+        "\n%s\n</testsuites>\n" % (total, failures, errors, skipped, "\n".join(suites))
     )
 
 

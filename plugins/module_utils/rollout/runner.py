@@ -28,7 +28,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+    run_facts,
+    write_report,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     gates,
     pipeline,
@@ -146,6 +149,7 @@ def run_rollout_report(module, now=None):
             generated_at,
             run_id,
             pending_steps=params.get("pending_steps"),
+            run=run_facts(root),
         )
         files = _files(report)
     except Exception as exc:  # noqa: BLE001 - every run leaves its report, whatever failed
