@@ -73,9 +73,7 @@ pytest/%: $(VENV_STAMP)
 # a test (its molecule.yml says why). MOLECULE_GLOB names where our scenarios are: molecule sees
 # galaxy.yml, takes this for a collection, expects its scenarios in extensions/molecule/ and
 # otherwise warns on every run.
-# drill_faults (binder pod deleted mid-verification, API server killed mid-upgrade) is built but
-# its verify did not yet pass on the lab: it runs with `make molecule MOLECULE_SKIP=default`.
-MOLECULE_SKIP ?= default drill_faults
+MOLECULE_SKIP ?= default
 MOLECULE_SCENARIOS = $(filter-out $(MOLECULE_SKIP),$(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 
 molecule: venv ## Molecule scenarios against the running lab (all of them, then which failed)

@@ -147,6 +147,27 @@ def test_build_lists_steps_in_the_order_the_rollout_runs_them():
     assert steps[-1]["reason"] == "not reached"
 
 
+def test_a_failed_step_is_a_reason_and_a_junit_failure_even_with_every_gate_passed():
+    data = {
+        "c1": {
+            "gates": [passing("request")],
+            "steps": [
+                {"step": "upgrade", "status": "failed", "reason": "UPGRADE FAILED: in progress"},
+                {"step": "rollback", "status": "done", "reason": "verified"},
+            ],
+            "decision": "rolled_back",
+        }
+    }
+    report = rollout_report.build(REQUEST, data, "t", "run-1", [])
+    assert report["clusters"]["c1"]["reasons"] == [
+        "step upgrade failed: UPGRADE FAILED: in progress"
+    ]
+    root = ET.fromstring(rollout_report.render_junit(report))
+    assert root.get("failures") == "1"
+    case = [c for c in root.iter("testcase") if c.get("name") == "step:upgrade"][0]
+    assert "in progress" in case.find("failure").text
+
+
 def test_the_report_names_run_operator_commit_and_inventory(tmp_path):
     from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
         run_facts,

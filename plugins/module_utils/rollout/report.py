@@ -40,6 +40,9 @@ SCHEMA = "kaiops.report/v1"
 RUN_EVIDENCE = ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"]
 # Steps in the order the rollout runs them; a step outside the pipeline (no record) comes first.
 STEP_ORDER = {s["step"]: n for n, s in enumerate(STAGES)}
+# A failed change step decides as a failed gate does (a helm upgrade cut off); a preflight step
+# that failed has its gate already (or, governance, reports only).
+DECIDING_STEPS = frozenset(s["step"] for s in STAGES if s["operation"] == "change")
 # The step of a cluster that has no record: it failed before its preflight ran.
 NO_RECORD_STEP = {
     "step": "preflight",
@@ -129,6 +132,13 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=
                 reason = "not measured: %s" % note
             steps.append({"step": pending.get("step"), "status": "not_run", "reason": reason})
         steps.sort(key=lambda s: STEP_ORDER.get(s["step"], -1))
+        if gates:
+            # so that no decision stands without its reason
+            reasons += [
+                "step %s failed: %s" % (s["step"], s["reason"] or "no reason recorded")
+                for s in steps
+                if s["status"] == "failed" and s["step"] in DECIDING_STEPS
+            ]
         out_clusters[name] = {
             "decision": decision,
             "reasons": reasons,
@@ -310,9 +320,10 @@ def render_markdown(report):
 
 
 def render_junit(report):
-    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>, a step
-    that did not run a <skipped> testcase with its reason. A report that could not be built is
-    one <error>."""
+    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>, a failed
+    change step a <failure> testcase of its own, a step that did not run a <skipped> one with its
+    reason.
+    A report that could not be built is one <error>."""
     suites = []
     total = failures = errors = skipped = 0
     if report.get("error"):
@@ -344,6 +355,21 @@ def render_junit(report):
             cases.append(
                 "    <testcase classname=%s name=%s>%s</testcase>"
                 % (quoteattr(classname), quoteattr(g["gate"]), body)
+            )
+        for s in cluster["steps"]:
+            if s["status"] != "failed" or s["step"] not in DECIDING_STEPS:
+                continue
+            bad += 1
+            cases.append(
+                "    <testcase classname=%s name=%s><failure message=%s type=%s>%s</failure>"
+                "</testcase>"
+                % (
+                    quoteattr("rollout.%s.step" % name),
+                    quoteattr("step:%s" % s["step"]),
+                    quoteattr("step %s failed" % s["step"]),
+                    quoteattr("step"),
+                    escape(s["reason"] or "no reason recorded"),
+                )
             )
         not_run = [s for s in cluster["steps"] if s["status"] == "not_run"]
         for s in not_run:
