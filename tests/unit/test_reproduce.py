@@ -342,3 +342,69 @@ def test_cost_section_counts_a_failed_bind_window():
     assert float(got["lost_busy_gpu_hours"]) > 0
     assert float(got["reservation_held_gpu_hours"]) == pytest.approx(9.0 / 3600, abs=1e-4)
     assert "held idle by reservation pods" in got["markdown"]
+
+
+BINDER_LOG = (
+    '2026-12-01T13:53:18.444606395Z {"level":"error","msg":"Reconciler error",'
+    '"BindRequest":{"name":"edge-empty"},"error":"assignment to entry in nil map"}\n'
+    '2026-12-01T13:53:18.5Z {"level":"info","msg":"Binding pod","name":"edge-empty-2"}\n'
+    "no timestamp on this line\n"
+    '2026-12-01T13:53:19Z {"level":"info","msg":"Binding pod","name":"edge-empty"}\n'
+)
+T0 = 1796133198.0  # 2026-12-01T13:53:18Z
+
+
+def test_log_lines_read_the_node_timestamps_and_skip_lines_without():
+    lines = S.log_lines(BINDER_LOG)
+    assert [round(t - T0, 3) for t, _m in lines] == [0.445, 0.5, 1.0]
+
+
+def test_log_steps_keep_lines_naming_the_workload_as_a_whole_name():
+    steps = S.log_steps(BINDER_LOG, T0, "binder b-1 log", mentions="edge-empty")
+    assert steps == [
+        {
+            "s": 0.445,
+            "what": "binder b-1 log: Reconciler error: assignment to entry in nil map",
+            "clock": "node",
+        },
+        {"s": 1.0, "what": "binder b-1 log: Binding pod", "clock": "node"},
+    ]
+    assert len(S.log_steps(BINDER_LOG, T0, "x")) == 3
+
+
+def test_the_timeline_merges_binder_and_probe_log_lines_with_the_watches():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner import CaseRun
+
+    run = CaseRun.__new__(CaseRun)
+    states = [
+        {"name": "edge-empty", "submitted_t": 100.0, "submitted_wall": T0},
+        {"name": "probe", "probe": True, "submitted_t": 100.0, "submitted_wall": T0},
+    ]
+    final = {
+        "bindrequests": [],
+        "reservations": [],
+        "pods": [
+            {
+                "type": "MODIFIED",
+                "t": 101.5,
+                "object": {"metadata": {"name": "edge-empty"}, "spec": {"nodeName": "n1"}},
+            }
+        ],
+        "logs": {
+            "binder b-1": BINDER_LOG,
+            "probe probe": "2026-12-01T13:53:20.25Z gpu probe: 1 device, ok\n",
+        },
+    }
+    timeline = {t["workload"]: t["steps"] for t in run.timeline(final, states)}
+    edge = [s["what"] for s in timeline["edge-empty"]]
+    assert edge == [
+        "gate lifted (submitted to KAI)",
+        "binder b-1 log: Reconciler error: assignment to entry in nil map",
+        "binder b-1 log: Binding pod",
+        "pod has a node (bound)",
+    ]
+    assert timeline["probe"][-1] == {
+        "s": 2.25,
+        "what": "probe log: gpu probe: 1 device, ok",
+        "clock": "node",
+    }

@@ -307,19 +307,21 @@ def render_markdown(doc):
             "`data` omitted and `data: {}` were stored %s by the API server."
             % ("identically" if ident else "differently"),
         ]
-    tl = next((r for r in doc["cases"] if r.get("timeline")), None)
     lines += [
         "",
-        "## Timelines (one workload per case; seconds from the gate lift, controller clock)",
+        "## Timelines (one workload per case; seconds from the gate lift, controller clock; log",
+        "lines, marked, at the node's clock; the whole of each in the case's timeline.json)",
         "",
     ]
     for r in doc["cases"]:
         for t in (r.get("timeline") or [])[:1]:
-            steps = ", ".join("%+.3fs %s" % (s["s"], s["what"]) for s in t["steps"][:8])
+            steps = ", ".join(
+                "%+.3fs %s%s" % (s["s"], s["what"], " [node clock]" if s.get("clock") else "")
+                for s in t["steps"][:10]
+            )
             lines.append(
                 "- %s %s `%s`: %s" % (r["build"]["version"], _key(r), t["workload"], steps)
             )
-    del tl
     for ns in doc.get("leftovers_removed") or []:
         lines.append(
             "Removed before planting: namespace `%s` left by run %s (created %s)."

@@ -52,10 +52,12 @@ def namespace_name(prefix, case, version, run_id):
 
 
 class CaseRun(object):
-    def __init__(self, client, params, clock=time.monotonic):
+    def __init__(self, client, params, clock=time.monotonic, wall=time.time):
         self.client = client
         self.p = params
         self.clock = clock
+        # log lines carry wall times (the node's clock); the watches the controller's monotonic
+        self.wall = wall
         self.build = params["build"]
         self.case = params["case"]
         self.writer = EvidenceWriter(params["evidence_dir"]) if params.get("evidence_dir") else None
@@ -186,6 +188,7 @@ class CaseRun(object):
                 "object": stored,
             }
         state["submitted_t"] = self.clock()
+        state["submitted_wall"] = self.wall()
         self.client.json_patch(
             "v1",
             "Pod",
@@ -245,6 +248,7 @@ class CaseRun(object):
                 states = [dict((k, w.get(k)) for k in keep) for w in self.p.get("workloads") or []]
                 for st in states:
                     st["submitted_t"] = self.clock()  # the window starts with the patched build
+                    st["submitted_wall"] = self.wall()
                 timed_out = self.follow(rec, states, "binds", self.p["window_s"])
             else:
                 workloads = C.CASES[self.case]["workloads"]
@@ -440,14 +444,19 @@ class CaseRun(object):
         out.update(now)
         self.write("configmaps-after.json", now["configmaps_now"])
         self.write("reservation-pods-after.json", now["reservations_now"])
+        out["logs"] = {}
         for pod in self.binder_pods():
             name = pod["metadata"]["name"]
-            self.write(
-                "binder-%s.log" % name,
-                self.client.logs(self.p["kai_namespace"], name) or "(empty)\n",
-            )
+            current = self.client.logs(self.p["kai_namespace"], name)
             previous = self.client.logs(self.p["kai_namespace"], name, previous=True)
+            self.write("binder-%s.log" % name, current or "(empty)\n")
             self.write("binder-%s-previous.log" % name, previous or "(no previous container)\n")
+            out["logs"]["binder %s" % name] = (previous or "") + (current or "")
+        for st in states:
+            if st.get("probe"):
+                text = self.client.logs(self.namespace, st["name"])
+                self.write("probe-%s.log" % st["name"], text or "(empty)\n")
+                out["logs"]["probe %s" % st["name"]] = text or ""
         return out
 
     def _events(self, rec, name):
@@ -516,6 +525,15 @@ class CaseRun(object):
                             "what": "reservation pod %s created" % r["object"]["metadata"]["name"],
                         }
                     )
+            if st.get("submitted_wall") is not None:
+                for source, text in sorted((final.get("logs") or {}).items()):
+                    if source.startswith("probe "):
+                        if source == "probe %s" % st["name"]:
+                            steps += S.log_steps(text, st["submitted_wall"], "probe log")
+                    else:  # a binder log: the lines about this workload
+                        steps += S.log_steps(
+                            text, st["submitted_wall"], "%s log" % source, mentions=st["name"]
+                        )
             hist = S.pod_history(final["pods"], st["name"])
             for key, what in (
                 ("bound", "pod has a node (bound)"),

@@ -13,7 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
+import json
 import math
+import re
+import time
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
     CAPABILITY_KEYS,
@@ -41,6 +45,51 @@ def classify(reason):
 
 def _meta(obj):
     return obj.get("metadata") or {}
+
+
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z (.*)$")
+
+
+def log_lines(text):
+    """[(wall time, message)] of a log read with timestamps=true (the node's clock); lines
+    without a timestamp are skipped."""
+    out = []
+    for line in (text or "").splitlines():
+        m = _LOG_LINE.match(line)
+        if not m:
+            continue
+        wall = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+        out.append((wall + float(m.group(2) or 0), m.group(3)))
+    return out
+
+
+def _log_text(message):
+    """A structured (JSON) log line as its message and error; any other line as it is."""
+    try:
+        entry = json.loads(message)
+    except ValueError:
+        return message
+    if not isinstance(entry, dict) or "msg" not in entry:
+        return message
+    return "%s%s" % (entry["msg"], ": %s" % entry["error"] if entry.get("error") else "")
+
+
+def log_steps(text, t0_wall, source, mentions=None, limit=20):
+    """Timeline steps from a log: each line (naming the object ``mentions`` when given, as a
+    whole name) at its time after ``t0_wall``, marked with its source and the node's clock."""
+    named = re.compile(r"(?<![\w.-])%s(?![\w.-])" % re.escape(mentions)) if mentions else None
+    steps = []
+    for wall, message in log_lines(text):
+        if named and not named.search(message):
+            continue
+        steps.append(
+            {
+                "s": round(wall - t0_wall, 3),
+                "what": "%s: %s" % (source, _log_text(message)[:240]),
+                "clock": "node",
+            }
+        )
+    return steps[:limit]
 
 
 def pod_history(records, name):
