@@ -189,6 +189,29 @@ def test_recovery_deletes_only_what_it_recorded_first_and_observes_recovery(tmp_
     assert sha256sum_ok(bundle)
 
 
+def test_enabled_steps_with_nothing_to_act_on_still_watch_the_window(tmp_path):
+    # the reservation namespace is out of scope: the enabled step finds nothing to delete, yet
+    # a bind KAI retries on its own may be in flight, so the window is watched, not read once
+    api = WritableFakeAPI(cluster(), str(tmp_path / "evidence")).start()
+    steps = {
+        "kai_recovery_steps": ["delete_stale_reservation_pods"],
+        "kai_recovery_namespaces": ["team-a"],
+        "kai_recovery_window_s": 3,
+        "kai_recovery_poll_delay_s": 1,
+    }
+    try:
+        done, bundle = recovery_run(tmp_path, api, "-e", json.dumps(steps))
+    finally:
+        api.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert api.deletes == []
+    observation = json.load(open(os.path.join(bundle, "recovery.json")))["clusters"]["c1"][
+        "observation"
+    ]
+    assert observation["watched"] is True and int(observation["attempts"]) >= 2, observation
+    assert "one read only" not in open(os.path.join(bundle, "recovery.md")).read()
+
+
 def test_recovery_read_only_deletes_nothing(tmp_path):
     api = WritableFakeAPI(cluster(disposable="false"), str(tmp_path / "evidence")).start()
     try:

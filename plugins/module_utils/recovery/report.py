@@ -275,7 +275,9 @@ def render_markdown(report):
                     obs.get("started_at") or "-",
                     obs.get("read_at") or "-",
                     obs.get("attempts") or 1,
-                    "" if obs.get("watched") else " - one read only: no intervention was applied",
+                    ""
+                    if obs.get("watched")
+                    else " - one read only: read-only run (no step enabled, or --check)",
                 )
             )
             lines += ["", "| finding | verdict | at | why |", "|---|---|---|---|"]
