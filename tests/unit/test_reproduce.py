@@ -350,13 +350,15 @@ BINDER_LOG = (
     '2026-12-01T13:53:18.5Z {"level":"info","msg":"Binding pod","name":"edge-empty-2"}\n'
     "no timestamp on this line\n"
     '2026-12-01T13:53:19Z {"level":"info","msg":"Binding pod","name":"edge-empty"}\n'
+    '2026-12-01T13:53:19.5Z {"msg":"Observed a panic","name":"edge-empty",'
+    '"error":"assignment to entry in nil map\\ngoroutine 167 [running]:"}\n'
 )
 T0 = 1796133198.0  # 2026-12-01T13:53:18Z
 
 
 def test_log_lines_read_the_node_timestamps_and_skip_lines_without():
     lines = S.log_lines(BINDER_LOG)
-    assert [round(t - T0, 3) for t, _m in lines] == [0.445, 0.5, 1.0]
+    assert [round(t - T0, 3) for t, _m in lines] == [0.445, 0.5, 1.0, 1.5]
 
 
 def test_log_steps_keep_lines_naming_the_workload_as_a_whole_name():
@@ -368,8 +370,14 @@ def test_log_steps_keep_lines_naming_the_workload_as_a_whole_name():
             "clock": "node",
         },
         {"s": 1.0, "what": "binder b-1 log: Binding pod", "clock": "node"},
+        {
+            "s": 1.5,
+            "what": "binder b-1 log: Observed a panic: assignment to entry in nil map "
+            "goroutine 167 [running]:",
+            "clock": "node",
+        },
     ]
-    assert len(S.log_steps(BINDER_LOG, T0, "x")) == 3
+    assert len(S.log_steps(BINDER_LOG, T0, "x")) == 4
 
 
 def test_the_timeline_merges_binder_and_probe_log_lines_with_the_watches():
@@ -401,6 +409,7 @@ def test_the_timeline_merges_binder_and_probe_log_lines_with_the_watches():
         "gate lifted (submitted to KAI)",
         "binder b-1 log: Reconciler error: assignment to entry in nil map",
         "binder b-1 log: Binding pod",
+        "binder b-1 log: Observed a panic: assignment to entry in nil map goroutine 167 [running]:",
         "pod has a node (bound)",
     ]
     assert timeline["probe"][-1] == {

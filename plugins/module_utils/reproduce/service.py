@@ -85,7 +85,8 @@ def log_steps(text, t0_wall, source, mentions=None, limit=20):
         steps.append(
             {
                 "s": round(wall - t0_wall, 3),
-                "what": "%s: %s" % (source, _log_text(message)[:240]),
+                # one line: a panic's message carries its stack trace
+                "what": "%s: %s" % (source, " ".join(_log_text(message).split())[:240]),
                 "clock": "node",
             }
         )
