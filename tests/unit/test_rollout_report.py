@@ -409,3 +409,16 @@ def test_run_rollout_report_with_a_string_waiver_in_a_record_still_renders(fake_
         run_rollout_report(module)
     text = (tmp_path / "report.md").read_text()
     assert "| Regression waiver | invalid (not a mapping): yes please |" in text
+
+
+def test_a_latency_gate_shows_its_figure_with_the_unit():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.acceptance import (
+        verify_gates,
+    )
+
+    figures = {"submit_to_bound": {"p50_s": 0.934, "p95_s": 1.09, "count": 9, "of": 9}}
+    gates = {g["gate"]: g for g in verify_gates("verify", figures, {"bind_latency_p50_s": 2})}
+    assert gates["bind_latency_p50"]["figure"] == 0.934 and gates["bind_latency_p50"]["unit"] == "s"
+    data = {"c1": {"gates": [gates["bind_latency_p50"], gates["completion_rate"]], "steps": []}}
+    text = rollout_report.render_markdown(rollout_report.build(REQUEST, data, "t", "run-1", []))
+    assert "| verify | bind_latency_p50 | 0.934 s | <= 2 s (bind_latency_p50_s) | pass |" in text

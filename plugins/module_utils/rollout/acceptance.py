@@ -5,11 +5,12 @@
 change request's thresholds. Pure.
 
 Each declaration: ``name``, ``figure(figures)`` (what the report shows, a number where there is
-one), ``threshold(thresholds)`` and ``rule(figures, thresholds) -> problem or None``. The
-figures are those of ``rollout/probes.py`` (from watch timestamps: a bind is a pod with a node,
-never an event). ``verify_gates`` judges every declaration for one verification phase
-(``verify`` after the upgrade, ``rollback`` after a rollback); each gate links the evidence.
-``upgrade_gates`` judges the upgrade itself (the target runs, every KAI Deployment rolled out).
+one), ``unit`` of that number when it has one, ``threshold(thresholds)`` and
+``rule(figures, thresholds) -> problem or None``. The figures are those of ``rollout/probes.py``
+(from watch timestamps: a bind is a pod with a node, never an event). ``verify_gates`` judges
+every declaration for one verification phase (``verify`` after the upgrade, ``rollback`` after a
+rollback); each gate links the evidence. ``upgrade_gates`` judges the upgrade itself (the target
+runs, every KAI Deployment rolled out).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -87,6 +88,7 @@ def _failed_binds_problem(figures, thresholds):
 ACCEPTANCE_GATES = (
     {
         "name": "bind_latency_p50",
+        "unit": "s",
         "figure": lambda f: _lat(f, "submit_to_bound", "p50_s"),
         "threshold": lambda t: "<= %s s (bind_latency_p50_s)" % t.get("bind_latency_p50_s"),
         "rule": _latency_problem(
@@ -97,6 +99,7 @@ ACCEPTANCE_GATES = (
     },
     {
         "name": "bind_latency_p95",
+        "unit": "s",
         "figure": lambda f: _lat(f, "submit_to_bound", "p95_s"),
         "threshold": lambda t: "<= %s s (bind_latency_p95_s)" % t.get("bind_latency_p95_s"),
         "rule": _latency_problem(
@@ -107,6 +110,7 @@ ACCEPTANCE_GATES = (
     },
     {
         "name": "ready_latency_p50",
+        "unit": "s",
         "figure": lambda f: _lat(f, "submit_to_running", "p50_s"),
         "threshold": lambda t: "<= %s s (ready_latency_p50_s)" % t.get("ready_latency_p50_s"),
         "rule": _latency_problem(
@@ -116,6 +120,7 @@ ACCEPTANCE_GATES = (
     },
     {
         "name": "ready_latency_p95",
+        "unit": "s",
         "figure": lambda f: _lat(f, "submit_to_running", "p95_s"),
         "threshold": lambda t: "<= %s s (ready_latency_p95_s)" % t.get("ready_latency_p95_s"),
         "rule": _latency_problem(
@@ -234,6 +239,8 @@ def verify_gates(stage, figures, thresholds, evidence=None, baseline=None):
             decl["fix"] if problem else "",
         )
         record["evidence"] = link
+        if decl.get("unit"):
+            record["unit"] = decl["unit"]
         out.append(record)
     return out
 

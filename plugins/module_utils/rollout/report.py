@@ -236,6 +236,14 @@ def _cell(value):
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def _figure(gate_record):
+    """A gate's figure as the report shows it: a number with its unit when the gate has one."""
+    figure, unit = gate_record.get("figure"), gate_record.get("unit")
+    if unit and isinstance(figure, (int, float)) and not isinstance(figure, bool):
+        return "%s %s" % (figure, unit)
+    return figure
+
+
 def render_markdown(report):
     req = report["request"] if isinstance(report.get("request"), dict) else {}
     rollback_only = report.get("clusters") and all(
@@ -301,7 +309,7 @@ def render_markdown(report):
                 % (
                     _cell(g.get("stage")),
                     _cell(g["gate"]),
-                    _cell(g.get("figure")),
+                    _cell(_figure(g)),
                     _cell(g.get("threshold")),
                     "pass" if g.get("passed") else "**FAIL**",
                 )
@@ -499,7 +507,7 @@ def change_board(report):
                     _cell(name),
                     _cell(g.get("stage")),
                     _cell(g["gate"]),
-                    _cell(g.get("figure")),
+                    _cell(_figure(g)),
                     _cell(g.get("threshold")),
                     "pass" if g.get("passed") else "**FAIL**",
                     "[%s](%s)" % (link, link) if link else "-",
