@@ -63,9 +63,15 @@ options:
     type: str
     default: kaiops-gpu-access-no-such-queue
   zero_queue:
-    description: The queue with GPU limit 0 the run creates; it must not exist yet.
+    description:
+      - The queue with GPU limit 0 the run creates; it must not exist yet, unless it carries
+        O(owned_labels) (a run killed part way left it, and it is listed in RV(plan.leftovers)).
     type: str
     default: kaiops-gpu-access-zero-limit
+  owned_labels:
+    description: The labels the role puts on what it creates; an object with all of them is ours.
+    type: dict
+    default: {}
   node_selector:
     description: nodeSelector of the probe pods.
     type: dict
@@ -134,6 +140,12 @@ plan:
       description: What must stop the run before anything is created.
       type: list
       elements: str
+    leftovers:
+      description:
+        - Objects of this role a killed run left (C(kind), C(name), C(labels)); the role records and
+          removes them before it plants anything.
+      type: list
+      elements: dict
     access:
       description: Per section read, V(ok), V(forbidden) or V(absent).
       type: dict
@@ -162,6 +174,7 @@ def argspec():
             "queue": {"type": "str", "default": "default-queue"},
             "missing_queue": {"type": "str", "default": "kaiops-gpu-access-no-such-queue"},
             "zero_queue": {"type": "str", "default": "kaiops-gpu-access-zero-limit"},
+            "owned_labels": {"type": "dict", "default": {}},
             "node_selector": {"type": "dict", "default": {}},
             "tolerations": {"type": "list", "elements": "dict", "default": []},
             "fraction": {"type": "str", "default": "0.5"},

@@ -241,7 +241,7 @@ def test_skipped_names_why_a_case_cannot_run(kai, check_mode, expected):
         (
             LAB + [queue("kaiops-gpu-access-zero-limit", 0)],
             {},
-            "Queue kaiops-gpu-access-zero-limit already exists (a leftover",
+            "Queue kaiops-gpu-access-zero-limit already exists and does not carry this role's",
         ),
         (LAB, {"queue": "team-a"}, "kai_gpu_access_queue 'team-a' does not exist on the cluster"),
         (LAB, {"zero_queue": "default-queue"}, "kai_gpu_access_zero_queue must differ"),
@@ -251,6 +251,24 @@ def test_skipped_names_why_a_case_cannot_run(kai, check_mode, expected):
 def test_plan_refuses_before_anything_is_created(objects, options, problem):
     problems = lab_plan(objects=objects, **options)["problems"]
     assert any(p.startswith(problem) for p in problems), problems
+
+
+OWNED = {"app.kubernetes.io/managed-by": "kaiops", "app.kubernetes.io/part-of": "kaiops-gpu-access"}
+
+
+def test_a_zero_queue_a_killed_run_left_is_a_leftover_to_remove_not_a_refusal():
+    ours = queue("kaiops-gpu-access-zero-limit", 0)
+    ours["metadata"]["labels"] = dict(OWNED)
+    result = lab_plan(objects=LAB + [ours], owned_labels=OWNED)
+    assert result["problems"] == []
+    assert result["leftovers"] == [
+        {"kind": "Queue", "name": "kaiops-gpu-access-zero-limit", "labels": OWNED}
+    ]
+    # one label short is not ours: refused, never deleted
+    partly = queue("kaiops-gpu-access-zero-limit", 0)
+    partly["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "kaiops"}
+    result = lab_plan(objects=LAB + [partly], owned_labels=OWNED)
+    assert result["leftovers"] == [] and any("not ours" in p for p in result["problems"])
 
 
 def test_plan_under_check_mode_refuses_nothing_and_runs_nothing():

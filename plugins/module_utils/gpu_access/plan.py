@@ -276,6 +276,12 @@ def skipped(needs, kai, check_mode):
     return out
 
 
+def _carries(labels, owned):
+    """True when ``labels`` hold every one of ``owned`` (and ``owned`` names at least one)."""
+    owned = owned or {}
+    return bool(owned) and all((labels or {}).get(k) == v for k, v in owned.items())
+
+
 def build_plan(raw, options, kai, check_mode):
     """The whole plan; ``options`` are the module's parameters."""
     names = [options.get("queue"), options.get("missing_queue"), options.get("zero_queue")]
@@ -286,6 +292,7 @@ def build_plan(raw, options, kai, check_mode):
     skip = skipped(options.get("needs") or {}, kai, check_mode)
     selected = [c for c in options.get("cases") or [] if c not in skip]
     problems = []
+    leftovers = []
     kai_cases = [c for c in selected if "kai" in ((options.get("needs") or {}).get(c) or [])]
     sharing_queue = found.get(options.get("queue")) or {}
     if kai_cases and sharing_queue.get("exists") is False:
@@ -301,12 +308,21 @@ def build_plan(raw, options, kai, check_mode):
                 "a queue that does not exist" % options.get("missing_queue")
             )
         zero = found.get(options.get("zero_queue")) or {}
-        if zero.get("exists"):
+        if zero.get("exists") and _carries(zero.get("labels"), options.get("owned_labels")):
+            # created by this role and left by a run killed part way: removed before planting
+            leftovers.append(
+                {"kind": "Queue", "name": options.get("zero_queue"), "labels": zero["labels"]}
+            )
+        elif zero.get("exists"):
             problems.append(
-                "Queue %s already exists (a leftover of an interrupted run?): the role creates it "
-                "with GPU limit 0 and deletes it at the end, so it never reuses one: delete it "
+                "Queue %s already exists and does not carry this role's labels %s: it is not "
+                "ours, so it is neither reused nor deleted: delete it "
                 "(kubectl delete queues.scheduling.run.ai %s) or set kai_gpu_access_zero_queue"
-                % (options.get("zero_queue"), options.get("zero_queue"))
+                % (
+                    options.get("zero_queue"),
+                    options.get("owned_labels") or {},
+                    options.get("zero_queue"),
+                )
             )
         if options.get("zero_queue") in (options.get("queue"), options.get("missing_queue")):
             problems.append(
@@ -330,5 +346,6 @@ def build_plan(raw, options, kai, check_mode):
         ),
         "skipped": skip,
         "problems": problems,
+        "leftovers": leftovers,
         "access": raw.get("access") or {},
     }
