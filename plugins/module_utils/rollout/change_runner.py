@@ -50,6 +50,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client imp
     snapshot_objects,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import failed
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
+    option_path,
+    the_addition,
+)
 
 STALE_KINDS = ("stale_reservation_pod", "orphan_configmap", "unbound_group_pod")
 ADDITIONS = (
@@ -66,10 +70,6 @@ ADDITIONS = (
     "finish",
     "rollback_from",
 )
-
-
-def _path(option):
-    return os.path.abspath(os.path.expanduser(option)) if option else None
 
 
 def _exit(module, record, **extra):
@@ -89,14 +89,7 @@ def _exit(module, record, **extra):
 
 def run_rollout_step(module):
     params = module.params
-    given = [name for name in ADDITIONS if params.get(name) is not None]
-    if len(given) != 1:
-        raise KaiopsError(
-            "Failed to add to the rollout record: give exactly one of %s (got %s)"
-            % (", ".join(ADDITIONS), ", ".join(given) or "none"),
-            status=STATUS_INVALID,
-        )
-    what = given[0]
+    what = the_addition(params, ADDITIONS)
     record = params.get("record") or {}
     cluster = record.get("cluster") or params.get("cluster")
     value = params[what]
@@ -104,7 +97,7 @@ def run_rollout_step(module):
         record = pipeline.add_policy(record, value.get("on_failed_gate"), value.get("waves"))
         record.setdefault("change", {})["rate"] = value.get("rate") or 0
     elif what == "earlier":
-        root = _path(params.get("evidence_root"))
+        root = option_path(params.get("evidence_root"))
         runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
         earlier = C.earlier_runs(cluster, value.get("version"), runs, value.get("current") or {})
         record = pipeline.add_earlier(record, earlier)
@@ -133,10 +126,10 @@ def run_rollout_step(module):
         )
     elif what == "rehearsal":
         record.setdefault("change", {})["rehearsal"] = newest_rehearsal(
-            _path(params.get("evidence_root")), cluster, params.get("evidence_dir")
+            option_path(params.get("evidence_root")), cluster, params.get("evidence_dir")
         )
     elif what == "rollback_from":
-        root = _path(params.get("evidence_root"))
+        root = option_path(params.get("evidence_root"))
         given = value.get("bundle") or ""
         path = os.path.abspath(os.path.expanduser(given)) if given else ""
         if given and not os.path.isdir(path) and root:

@@ -45,20 +45,33 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client imp
 )
 
 
-def _path(option):
+def option_path(option):
+    """An evidence folder option as an absolute path, or None when not given."""
     return os.path.abspath(os.path.expanduser(option)) if option else None
+
+
+def the_addition(params, additions):
+    """The one of ``additions`` a call gives to add to the rollout record: exactly one."""
+    given = [name for name in additions if params.get(name) is not None]
+    if len(given) != 1:
+        raise KaiopsError(
+            "Failed to add to the rollout record: give exactly one of %s (got %s)"
+            % (", ".join(additions), ", ".join(given) or "none"),
+            status=STATUS_INVALID,
+        )
+    return given[0]
 
 
 def run_rollout_request(module):
     params = module.params
     cluster = params["cluster"]
-    root = _path(params.get("evidence_root"))
+    root = option_path(params.get("evidence_root"))
     asked = request.normalize_request(params)
     judged, detail = gates.request_gates(asked, find_regression_reports, root)
     link = None
     if detail and detail.get("bundle"):
         report = os.path.join(root, detail["bundle"], "report.json")
-        run_dir = _path(params.get("evidence_dir"))
+        run_dir = option_path(params.get("evidence_dir"))
         link = os.path.relpath(report, run_dir) if run_dir else report
     record = pipeline.new_record(cluster, asked, judged, detail, link)
     bad = gates.failed(judged)
@@ -80,13 +93,7 @@ ADDITIONS = ("skip", "inventory", "snapshot", "failure")
 
 def run_rollout_record(module):
     params = module.params
-    given = [name for name in ADDITIONS if params.get(name) is not None]
-    if len(given) != 1:
-        raise KaiopsError(
-            "Failed to add to the rollout record: give exactly one of %s (got %s)"
-            % (", ".join(ADDITIONS), ", ".join(given) or "none"),
-            status=STATUS_INVALID,
-        )
+    the_addition(params, ADDITIONS)
     record = params.get("record") or {}
     if params.get("skip") is not None:
         record = pipeline.add_skip(record)
