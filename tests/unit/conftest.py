@@ -19,6 +19,17 @@ with open(os.path.join(REPO, "meta", "kai_releases.yml")) as _handle:
     RELEASES = yaml.safe_load(_handle)
 AFFECTED_RANGE = RELEASES["affected_range"]
 PRE, PATCHED = RELEASES["pair"]["pre"], RELEASES["pair"]["patched"]
+# A complete, valid set of the rollout's thresholds (the lab inventory's values).
+THRESHOLDS = {
+    "bind_latency_p50_s": 2,
+    "bind_latency_p95_s": 5,
+    "ready_latency_p50_s": 5,
+    "ready_latency_p95_s": 15,
+    "completion_rate_min": 1.0,
+    "binder_restarts_max": 0,
+    "stale_objects_max": 0,
+    "observation_window_s": 300,
+}
 
 
 def fixture_path(*parts):

@@ -21,20 +21,10 @@ import xml.etree.ElementTree as ET
 import fakeapi
 import playbook_run
 import pytest
-from conftest import PATCHED, PRE
+from conftest import PATCHED, PRE, THRESHOLDS
 from test_playbook_inventory import events, sha256sum_ok
 
 BIN = os.path.dirname(sys.executable)
-THRESHOLDS = {
-    "bind_latency_p50_s": 2,
-    "bind_latency_p95_s": 5,
-    "ready_latency_p50_s": 5,
-    "ready_latency_p95_s": 15,
-    "completion_rate_min": 1.0,
-    "binder_restarts_max": 0,
-    "stale_objects_max": 0,
-    "observation_window_s": 300,
-}
 REQUEST = {
     "kaiops_change_owner": "sre-oncall@example.com",
     "kaiops_kai_version": PATCHED,

@@ -3,6 +3,7 @@ decision), rollout/acceptance.py (verification gates), rollout/probes.py (figure
 rollout/restore.py, rollout/governance.py, and the pipeline's and report's change-window parts."""
 
 import pytest
+from conftest import THRESHOLDS
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import acceptance as A
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
@@ -12,17 +13,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pro
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import report as R
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import restore as RS
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
-
-THRESHOLDS = {
-    "bind_latency_p50_s": 2,
-    "bind_latency_p95_s": 5,
-    "ready_latency_p50_s": 5,
-    "ready_latency_p95_s": 15,
-    "completion_rate_min": 1.0,
-    "binder_restarts_max": 0,
-    "stale_objects_max": 0,
-    "observation_window_s": 300,
-}
 
 # ---------------------------------------------------------------- policy, waves, chart
 
