@@ -35,7 +35,7 @@ options:
     type: dict
     required: true
   identities:
-    description: Each build's identity (kai_reproduce_identify), by version.
+    description: Each build's identity (kai_identify), by version.
     type: dict
     default: {}
   results:

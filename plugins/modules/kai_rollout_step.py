@@ -60,7 +60,7 @@ options:
     description:
       - The upgrade's or the Helm rollback's result - C(stage) (C(upgrade) or C(rollback)),
         C(changed), C(revision_before), C(revision), C(chart), C(identity) (of
-        M(kaiops.runbooks.kai_reproduce_identify)), C(expected_version), C(rolled_out_s),
+        M(kaiops.runbooks.kai_identify)), C(expected_version), C(rolled_out_s),
         C(timeout_s), C(started_at), C(finished_at), C(duration_s), C(error), C(objects).
     type: dict
   decision:

@@ -282,6 +282,29 @@ def test_upgrade_gates():
     assert not bad["rolled_out"]["passed"]
 
 
+def test_upgrade_gates_fail_a_rollout_over_its_bound():
+    # Found on the real KAI: rolled out at 301.7 s passed a gate "within 180 s".
+    late = by_name(
+        A.upgrade_gates("rollback", {"version": "v1", "all_rolled_out": True}, "v1", 301.7, 180)
+    )
+    assert not late["rolled_out"]["passed"]
+    assert "over the bound of 180 s" in late["rolled_out"]["message"]
+
+
+def test_upgrade_gates_name_a_split_install():
+    split = {
+        "version": "v2",
+        "all_rolled_out": True,
+        "findings": ["helm says v1, binder runs v2: split"],
+    }
+    gates = by_name(A.upgrade_gates("rollback", split, "v2", 10, 180))
+    assert not gates["agreement"]["passed"]
+    assert gates["agreement"]["message"] == "helm says v1, binder runs v2: split"
+    assert by_name(A.upgrade_gates("upgrade", dict(split, findings=[]), "v2", 10, 180))[
+        "agreement"
+    ]["passed"]
+
+
 # ---------------------------------------------------------------- probes
 
 

@@ -151,3 +151,29 @@ def test_run_inventory_report_writes_json_and_markdown(tmp_path, fake_module):
     assert document["clusters"] == clusters and document["affected_range"] == ">=1.0.0"
     assert "## b" in (tmp_path / "inventory.md").read_text()
     assert verify_manifest(str(tmp_path)) == ["manifest.sha256 is missing"]
+
+
+def test_inventory_report_names_helm_and_the_binder_disagreeing(tmp_path, fake_module):
+    """Issue 19: after a helm rollback to an upgrade revision helm reads the old version while
+    the binder runs the new one; the inventory names it (a split), with the fix."""
+    kai = {
+        "installed": True,
+        "version": "v0.16.14",
+        "findings": ["operator runs v0.16.13, binder runs v0.16.14: split"],
+        "helm": {"release": "kai-scheduler", "app_version": "v0.16.13", "status": "deployed"},
+    }
+    clusters = {"lab": {"status": "ok", "kai": kai, "exposure": {"verdict": "not_exposed"}}}
+    module = fake_module(
+        {"clusters": clusters, "affected_range": ">=1.0.0", "evidence_dir": str(tmp_path)}
+    )
+    with pytest.raises(ExitJson) as done:
+        run_inventory_report(module)
+    assert done.value.result["summary"]["split"] == ["lab"]
+    document = json.loads((tmp_path / "inventory.json").read_text())
+    assert document["clusters"]["lab"]["kai"]["findings"] == [
+        "operator runs v0.16.13, binder runs v0.16.14: split",
+        "helm says v0.16.13, binder runs v0.16.14: split",
+    ]
+    markdown = (tmp_path / "inventory.md").read_text()
+    assert "**helm says v0.16.13, binder runs v0.16.14: split**" in markdown
+    assert "disagrees with helm or within KAI on: lab" in markdown

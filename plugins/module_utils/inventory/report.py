@@ -38,6 +38,8 @@ def summarize(clusters):
         "exposed": sorted(
             n for n, e in clusters.items() if (e.get("exposure") or {}).get("verdict") == "exposed"
         ),
+        # helm and the components (or the components among themselves) name different versions
+        "split": sorted(n for n, e in clusters.items() if (e.get("kai") or {}).get("findings")),
     }
 
 
@@ -70,6 +72,14 @@ def render_markdown(clusters, summary, affected_range, generated_at=None, fixed_
             ", ".join("%s %d" % kv for kv in sorted(summary["by_status"].items())) or "-",
             ", ".join("%s %d" % kv for kv in sorted(summary["by_verdict"].items())) or "-",
         ),
+    ]
+    if summary.get("split"):
+        lines += [
+            "",
+            "**What runs disagrees with helm or within KAI on: %s** (see each cluster's findings)."
+            % ", ".join(summary["split"]),
+        ]
+    lines += [
         "",
         "| Cluster | Status | Kubernetes | KAI | GPU sharing | Sharing pods | Empty CMs "
         "| GPU nodes | Verdict |",
@@ -124,6 +134,9 @@ def render_markdown(clusters, summary, affected_range, generated_at=None, fixed_
                     for k in ("release", "chart_version", "revision", "status", "source")
                 ),
             ]
+        if kai.get("findings"):
+            lines += ["", "Findings (what runs disagrees):"]
+            lines += ["- **%s**" % _cell(f) for f in kai["findings"]]
         if kai.get("components"):
             lines += ["", "| Deployment | Image | Ready | Restarts |", "|---|---|---|---|"]
             for comp in kai["components"]:

@@ -26,6 +26,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.report i
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.service import analyse
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import helm_findings
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import parse_range
 
 
@@ -58,12 +59,24 @@ def run_inventory_facts(module, client_factory=KubeClient.from_options, clock=ti
     )
 
 
+def with_findings(entry):
+    """The cluster's findings with helm's voice added (helm is read after the facts, on the
+    controller): a release helm cannot upgrade, or helm naming another version than the binder."""
+    kai = entry.get("kai")
+    if not kai or not kai.get("installed"):
+        return entry
+    found = list(kai.get("findings") or [])
+    found += [f for f in helm_findings(kai.get("version"), kai.get("helm")) if f not in found]
+    return dict(entry, kai=dict(kai, findings=found))
+
+
 def run_inventory_report(module, now=None):
     params = module.params
     clusters = params["clusters"]
     generated_at = (now or datetime.datetime.now(datetime.timezone.utc)).strftime(
         "%Y-%m-%dT%H:%M:%SZ"
     )
+    clusters = {name: with_findings(entry) for name, entry in clusters.items()}
     summary = summarize(clusters)
     document = {
         "generated_at": generated_at,

@@ -18,6 +18,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as kai_facts
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as kai_identify
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     ADMISSION_SHARING_ARG,
     FRACTION_ANNOTATIONS,
@@ -365,6 +366,11 @@ def analyse(
         }
     )
 
+    # The one reading of what runs (kai/identify): its findings name components, the operator
+    # and kai-config disagreeing; helm's voice is added by the report, after helm is read.
+    identity = kai_identify.analyse(
+        [d for d in deployments if is_kai_component(d, release)], config
+    )
     version_affected = in_range(version, affected_range) if installed else None
     facts = {
         "installed": installed,
@@ -418,7 +424,13 @@ def analyse(
                 "found": config is not None,
                 "gpu_sharing": config_sharing,
                 "gpu_sharing_mode": sharing_mode,
+                "generation": identity["config"].get("generation"),
+                "conditions": identity["config"]["conditions"],
+                "conditions_current": identity["config"]["current"],
+                "image_tags": identity["config"]["tags"],
             },
+            "all_rolled_out": identity["all_rolled_out"] if installed else None,
+            "findings": identity["findings"] if installed else [],
         },
         "gpu_sharing": {
             "enabled": sharing_enabled,

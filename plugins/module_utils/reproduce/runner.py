@@ -31,7 +31,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client i
     FixtureClient,
     Recorder,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.identify import identify
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
 
 CREATED_BY = "kaiops.dev/created-by"
@@ -579,27 +578,6 @@ def run_plan(module):
 
     plan = build_plan(module.params, os.path.exists)
     module.exit_json(changed=False, plan=plan)
-
-
-def run_identify(module):
-    p = module.params
-    client = FixtureClient.from_options(
-        p.get("kubeconfig"), p.get("context"), p.get("request_timeout") or 30
-    )
-    ident = identify(client, p["kai_namespace"], helm=p.get("helm"))
-    expected = p.get("expected_version")
-    if expected and ident["version"] != expected:
-        raise KaiopsError(
-            "Failed to identify build %s: the binder runs %s (%s); install %s first"
-            % (expected, ident["version"], ident["version_source"], expected),
-            details={"identity": ident},
-        )
-    if not ident["all_rolled_out"]:
-        raise KaiopsError(
-            "Failed to identify build %s: KAI's Deployments are still rolling out" % expected,
-            details={"identity": ident},
-        )
-    module.exit_json(changed=False, identity=ident)
 
 
 def run_report(module):

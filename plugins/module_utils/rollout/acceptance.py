@@ -245,13 +245,36 @@ def verify_gates(stage, figures, thresholds, evidence=None, baseline=None):
     return out
 
 
+def _seconds(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def upgrade_gates(
-    stage, identity, expected_version, rolled_out_s, timeout_s, evidence=None, helm_status=None
+    stage,
+    identity,
+    expected_version,
+    rolled_out_s,
+    timeout_s,
+    evidence=None,
+    helm_status=None,
+    reasons=None,
 ):
-    """The version that runs after the upgrade (or the rollback), the bounded rollout wait and,
-    when given, the Helm release's status (an upgrade cut off leaves it pending-upgrade)."""
+    """The version that runs after the upgrade (or the downgrade), read from the components; the
+    rollout within its bound (KAI's operator: every component at the version, rolled out, and
+    kai-config's conditions current for its generation; a figure over the bound fails); helm and
+    the components agreeing (kai/identify findings) and, when given, the Helm release's status."""
     identity = identity or {}
     version = identity.get("version")
+    took, bound = _seconds(rolled_out_s), _seconds(timeout_s)
+    rolled = bool(identity.get("all_rolled_out")) and version == expected_version
+    in_time = rolled and took is not None and bound is not None and took <= bound
+    why = list(reasons or [])
+    if rolled and not in_time:
+        why.append("rolled out after %s s, over the bound of %s s" % (rolled_out_s, timeout_s))
+    found = list(identity.get("findings") or [])
     gates = [
         gate(
             stage,
@@ -267,16 +290,28 @@ def upgrade_gates(
         gate(
             stage,
             "rolled_out",
-            "%s s" % rolled_out_s if rolled_out_s is not None else "not rolled out",
-            "every KAI Deployment rolled out (observed generation, updated and available "
-            "replicas) within %s s" % timeout_s,
-            bool(identity.get("all_rolled_out")),
+            "%s s" % rolled_out_s if rolled else "not rolled out after %s s" % rolled_out_s,
+            "every KAI component Deployment runs %s and is rolled out (observed generation, "
+            "updated and available replicas), kai-config's conditions current for its "
+            "generation, within %s s" % (expected_version, timeout_s),
+            in_time,
+            "" if in_time else "; ".join(why) or "KAI did not finish rolling out",
             ""
-            if identity.get("all_rolled_out")
-            else "KAI's Deployments did not finish rolling out within %s s" % timeout_s,
+            if in_time
+            else "read kai-config's status conditions, the operator's log and the component "
+            "Deployments' conditions",
+        ),
+        gate(
+            stage,
+            "agreement",
+            "; ".join(found) or "helm, operator, kai-config and components agree",
+            "helm's release, the operator, kai-config and every component name one version",
+            not found,
+            "; ".join(found),
             ""
-            if identity.get("all_rolled_out")
-            else "read the Deployments' conditions and the new pods' events",
+            if not found
+            else "run the supported downgrade or upgrade again to one version (helm upgrade to "
+            "the chart version, or uninstall and install); never helm rollback KAI's chart",
         ),
     ]
     if helm_status is not None:
@@ -292,7 +327,8 @@ def upgrade_gates(
                 else "the Helm release is %s, not deployed" % (helm_status or "unknown"),
                 ""
                 if helm_status == "deployed"
-                else "read helm history; roll back to a deployed revision",
+                else "read helm history; downgrade by uninstall and install of the recorded "
+                "version",
             )
         )
     for g in gates:

@@ -38,7 +38,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client i
     FixtureClient,
     Recorder,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.identify import identify
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import governance as G
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
@@ -601,8 +600,3 @@ def run_rollout_governance(module, client_factory=FixtureClient.from_options):
     gate_record["evidence"] = evidence
     record = pipeline.add_governance(record, summary, gate_record, evidence)
     _exit(module, record, changed=False, governance=summary)
-
-
-def identity_of(client, kai_namespace):
-    """The running build (reproduce's identify), for the rollout's own checks."""
-    return identify(client, kai_namespace)

@@ -433,6 +433,7 @@ def add_upgrade(record, stage, result):
         result.get("timeout_s"),
         result.get("evidence"),
         result.get("helm_status"),
+        reasons=result.get("reasons"),
     )
     if result.get("error"):
         gates.insert(

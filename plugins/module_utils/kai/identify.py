@@ -1,0 +1,279 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What KAI runs, read from the running components: the one reading every feature uses.
+
+An install of KAI speaks with several voices, and after a change they can disagree (kai-contract
+section 14: a ``helm rollback`` to an upgrade revision leaves helm and the operator at the old
+version while ``kai-config`` and every component keep the newer one):
+
+- helm's release: chart, app version, revision, status (given by the caller, read on the
+  controller with helm; this layer reads no Secret);
+- the operator Deployment ``kai-operator`` (its image tag is the chart's);
+- Config ``kai-config``: its spec names every component's image tag, and its status conditions say
+  whether the operator reconciled the current generation;
+- each component Deployment: its images, owner (the operator's Config) and rollout state.
+
+The version that runs is the binder's image tag (the code that binds). ``analyse`` puts the voices
+side by side and names each disagreement as a finding; ``rolled_out`` says whether an install is
+rolled out to a version. Pure except ``read`` and ``wait_rolled_out``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
+from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import image_tag
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+# The conditions KAI's operator reports on kai-config (contract section 14).
+CONFIG_CONDITIONS = ("Reconciling", "Deployed", "Available", "DependenciesFulfilled", "Ready")
+# Helm release states from which `helm upgrade` cannot run (a rollback or reinstall is needed).
+STUCK_HELM_STATES = ("failed", "pending-install", "pending-upgrade", "pending-rollback")
+
+
+def tag_of(image):
+    return image_tag(image)[1]
+
+
+def release_version(app_version):
+    """v0.16.13 from a chart app version such as v0.16.13+standin (helm's voice), or None."""
+    if not app_version:
+        return None
+    text = str(app_version).split("+", 1)[0]
+    return text if text.startswith("v") else "v" + text
+
+
+def is_component(deployment):
+    name = (deployment.get("metadata") or {}).get("name") or ""
+    return name in F.COMPONENTS or name.startswith(F.COMPONENT_PREFIX)
+
+
+def deployment_state(dep):
+    """One Deployment: images and tags, owner, rollout state (generation observed, every replica
+    updated and available, none left over from the previous ReplicaSet)."""
+    meta = dep.get("metadata") or {}
+    spec = dep.get("spec") or {}
+    status = dep.get("status") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    replicas = spec.get("replicas", 1)
+    owner = next(
+        (o for o in meta.get("ownerReferences") or [] if o.get("controller")),
+        None,
+    )
+    return {
+        "name": meta.get("name"),
+        "images": [c.get("image") for c in containers],
+        "tag": tag_of(containers[0].get("image")) if containers else None,
+        "ready": "%s/%s" % (status.get("readyReplicas", 0), replicas),
+        "rolled_out": status.get("observedGeneration", 0) >= meta.get("generation", 0)
+        and status.get("updatedReplicas", 0) == replicas
+        and status.get("availableReplicas", 0) == replicas
+        and status.get("replicas", replicas) == replicas,
+        "managed_by": (meta.get("labels") or {}).get(MANAGED_BY_LABEL),
+        "owner": "%s/%s" % (owner.get("kind"), owner.get("name")) if owner else None,
+        "implementation": (meta.get("labels") or {}).get(F.IMPLEMENTATION_LABEL) or "kai",
+    }
+
+
+def _image_tags(node, path=""):
+    """Every image tag a Config spec names, by path (e.g. binder.service.image: v0.16.14)."""
+    found = {}
+    if isinstance(node, dict):
+        image = node.get("image")
+        if isinstance(image, dict) and image.get("tag"):
+            found[path + "image" if not path else path + ".image"] = str(image["tag"])
+        for key, value in sorted(node.items()):
+            if key != "image":
+                found.update(_image_tags(value, "%s.%s" % (path, key) if path else key))
+    return found
+
+
+def config_state(config):
+    """kai-config: generation, the image tags its spec names, and its conditions; ``current`` when
+    every condition the operator reports was set for this generation; ``ready`` when Available
+    and Ready are True for it."""
+    if not config:
+        return {"found": False, "tags": {}, "conditions": [], "current": False, "ready": False}
+    meta = config.get("metadata") or {}
+    generation = meta.get("generation")
+    conditions = [
+        {
+            "type": c.get("type"),
+            "status": c.get("status"),
+            "reason": c.get("reason"),
+            "observed_generation": c.get("observedGeneration"),
+        }
+        for c in (config.get("status") or {}).get("conditions") or []
+    ]
+    by_type = {c["type"]: c for c in conditions}
+    current = bool(conditions) and all(
+        c["observed_generation"] == generation for c in conditions
+    )
+    ready = current and all(
+        (by_type.get(t) or {}).get("status") == "True" for t in ("Available", "Ready")
+    )
+    return {
+        "found": True,
+        "generation": generation,
+        "tags": _image_tags(config.get("spec") or {}),
+        "conditions": conditions,
+        "current": current,
+        "ready": ready,
+    }
+
+
+def helm_state(helm):
+    """helm's voice from a helm_info status (chart, app_version, revision, status), or {}."""
+    if not helm:
+        return {}
+    out = dict(helm)
+    out["release"] = helm.get("release") or helm.get("name")
+    out["version"] = release_version(helm.get("app_version"))
+    return out
+
+
+def helm_findings(version, helm):
+    """helm's voice against the binder's: a release helm cannot upgrade, or another version."""
+    out = []
+    helm = helm_state(helm) if helm and "version" not in helm else (helm or {})
+    if helm.get("status") and helm["status"] != "deployed":
+        out.append(
+            "helm release %s is %s at revision %s: helm upgrade cannot run on it; downgrade by "
+            "uninstall and install of the recorded version"
+            % (helm.get("release"), helm["status"], helm.get("revision"))
+        )
+    if helm.get("version") and version and helm["version"] != version:
+        out.append("helm says %s, binder runs %s: split" % (helm["version"], version))
+    return out
+
+
+def findings(identity):
+    """Every disagreement between KAI's voices, each one line naming both sides."""
+    version = identity.get("version")
+    out = helm_findings(version, identity.get("helm"))
+    operator = identity.get("operator") or {}
+    if operator.get("version") and version and operator["version"] != version:
+        out.append("operator runs %s, binder runs %s: split" % (operator["version"], version))
+    others = sorted(
+        "%s runs %s" % (c["name"], c["tag"])
+        for c in identity.get("components") or []
+        if c["name"] not in (F.BINDER, F.OPERATOR) and version and c["tag"] != version
+    )
+    if others:
+        out.append("binder runs %s, %s: split" % (version, ", ".join(others)))
+    config = identity.get("config") or {}
+    stale = sorted(set(config.get("tags", {}).values()) - {version}) if version else []
+    if stale and config.get("current"):
+        out.append(
+            "kai-config names %s, binder runs %s: split" % (", ".join(stale), version)
+        )
+    return out
+
+
+def analyse(deployments, config, helm=None, server=None):
+    """The identity of the running KAI from its Deployments, kai-config and helm's status."""
+    comps = sorted(
+        (deployment_state(d) for d in deployments or [] if is_component(d)),
+        key=lambda c: c["name"],
+    )
+    by_name = {c["name"]: c for c in comps}
+    binder = by_name.get(F.BINDER)
+    operator = by_name.get(F.OPERATOR)
+    binder_args = None
+    for dep in deployments or []:
+        if (dep.get("metadata") or {}).get("name") == F.BINDER:
+            containers = ((dep.get("spec") or {}).get("template") or {}).get("spec", {}).get(
+                "containers"
+            ) or []
+            binder_args = list(containers[0].get("args") or []) if containers else None
+    admission = ((config or {}).get("spec") or {}).get("admission") or {}
+    implementation = "standin" if any(c["implementation"] == "standin" for c in comps) else "kai"
+    cfg = config_state(config)
+    identity = {
+        "version": binder["tag"] if binder else None,
+        "version_source": "binder image tag",
+        "implementation": implementation,
+        "implementation_label": F.IMPLEMENTATION_NAMES[implementation],
+        "helm": helm_state(helm),
+        "operator": {"version": operator["tag"], "rolled_out": operator["rolled_out"]}
+        if operator
+        else None,
+        "config": cfg,
+        "components": [c for c in comps if c["name"] != F.OPERATOR],
+        "binder_flags": binder_args,
+        "gpu_sharing": admission.get("gpuSharing"),
+        "block_nvidia_visible_devices": admission.get("blockNvidiaVisibleDevices"),
+        "kubernetes_version": (server or {}).get("gitVersion"),
+    }
+    # An operator install is rolled out when the operator reconciled the Config's generation
+    # too; a chart that renders the Deployments itself has no conditions to wait for.
+    identity["all_rolled_out"] = (
+        bool(comps)
+        and all(c["rolled_out"] for c in comps)
+        and (operator is None or (cfg["current"] and cfg["ready"]))
+    )
+    identity["findings"] = findings(identity)
+    identity["split"] = bool(identity["findings"])
+    return identity
+
+
+def rolled_out(identity, version):
+    """(True, []) when KAI runs ``version`` everywhere and is rolled out; else (False, reasons)."""
+    reasons = []
+    comps = identity.get("components") or []
+    if not any(c["name"] == F.BINDER for c in comps):
+        reasons.append("no binder Deployment")
+    for c in comps:
+        if c["tag"] != version:
+            reasons.append("%s runs %s" % (c["name"], c["tag"]))
+        elif not c["rolled_out"]:
+            reasons.append("%s is rolling out (%s ready)" % (c["name"], c["ready"]))
+    operator = identity.get("operator")
+    if operator is not None:
+        cfg = identity.get("config") or {}
+        if not cfg.get("found"):
+            reasons.append("kai-config not found (the operator has nothing to reconcile)")
+        elif not cfg.get("current"):
+            reasons.append(
+                "kai-config's conditions are not current for generation %s" % cfg.get("generation")
+            )
+        elif not cfg.get("ready"):
+            reasons.append("kai-config is not Available and Ready")
+        stale = sorted(set((cfg.get("tags") or {}).values()) - {version})
+        if stale:
+            reasons.append("kai-config names %s" % ", ".join(stale))
+        if not operator.get("rolled_out"):
+            reasons.append("kai-operator is rolling out")
+    return (not reasons), reasons
+
+
+def read(client, namespace):
+    """The reads ``analyse`` needs: KAI's Deployments, kai-config, the API server's version."""
+    deployments = client.list(*F.DEPLOYMENT, namespace=namespace)
+    config = client.read(F.KAI_CONFIG[0], F.KAI_CONFIG[1], F.KAI_CONFIG_NAME)
+    return deployments, config, client.server_version()
+
+
+def identify(client, namespace, helm=None):
+    deployments, config, server = read(client, namespace)
+    return analyse(deployments, config, helm=helm, server=server)
+
+
+def wait_rolled_out(
+    client, namespace, version, timeout_s, helm=None, clock=time.monotonic, sleep=time.sleep
+):
+    """Read until KAI runs ``version`` rolled out or ``timeout_s`` passed (KAI's operator rolls
+    the components some seconds after helm returns). Returns (identity, seconds, ok, reasons);
+    the seconds are measured here, so a figure over the bound is never reported as within it."""
+    start = clock()
+    while True:
+        identity = identify(client, namespace, helm=helm)
+        ok, reasons = rolled_out(identity, version)
+        took = clock() - start
+        if ok or took >= timeout_s:
+            return identity, round(took, 1), ok, reasons
+        sleep(min(1.0, max(0.0, timeout_s - took)))

@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+"""kai/identify: what runs, read from the components, and every disagreement named."""
+
+from __future__ import absolute_import, division, print_function
+
+import pytest
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as I
+
+COMPONENTS = (
+    "admission",
+    "binder",
+    "kai-scheduler-default",
+    "pod-grouper",
+    "podgroup-controller",
+    "queue-controller",
+)
+
+
+def deployment(name, tag, rolled=True, owner=True, image=None):
+    meta = {"name": name, "generation": 2, "labels": {}}
+    if owner:
+        meta["ownerReferences"] = [
+            {"kind": "Config", "name": "kai-config", "controller": True, "apiVersion": "v1"}
+        ]
+        meta["labels"]["app.kubernetes.io/managed-by"] = "kai-operator"
+    status = {"observedGeneration": 2 if rolled else 1, "replicas": 1}
+    status.update({"updatedReplicas": 1, "availableReplicas": 1, "readyReplicas": 1})
+    return {
+        "metadata": meta,
+        "spec": {
+            "replicas": 1,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": name, "image": image or "reg/kai/%s:%s" % (name, tag)}
+                    ]
+                }
+            },
+        },
+        "status": status,
+    }
+
+
+def config(tag, generation=3, observed=3, ready="True"):
+    conditions = [
+        {"type": t, "status": ready, "reason": t.lower(), "observedGeneration": observed}
+        for t in I.CONFIG_CONDITIONS
+    ]
+    return {
+        "metadata": {"name": "kai-config", "generation": generation},
+        "spec": {
+            "binder": {"service": {"image": {"tag": tag}}},
+            "scheduler": {"service": {"image": {"tag": tag}}},
+            "admission": {"gpuSharing": True},
+        },
+        "status": {"conditions": conditions},
+    }
+
+
+def install(component_tag, operator_tag=None, cfg=None, rolled=True):
+    deps = [deployment(n, component_tag, rolled=rolled) for n in COMPONENTS]
+    deps.append(deployment("kai-operator", operator_tag or component_tag, owner=False))
+    return deps, cfg if cfg is not None else config(component_tag)
+
+
+HELM_OLD = {"status": "deployed", "revision": 5, "chart": "kai-scheduler-v1", "app_version": "v1"}
+
+
+def test_an_agreeing_install_is_rolled_out_with_no_findings():
+    deps, cfg = install("v2")
+    ident = I.analyse(deps, cfg, helm=dict(HELM_OLD, app_version="v2+standin"))
+    assert ident["version"] == "v2" and ident["findings"] == [] and not ident["split"]
+    assert ident["all_rolled_out"]
+    assert I.rolled_out(ident, "v2") == (True, [])
+    assert ident["config"]["tags"] == {
+        "binder.service.image": "v2",
+        "scheduler.service.image": "v2",
+    }
+
+
+def test_helm_rollback_to_an_upgrade_revision_is_a_split():
+    # Contract section 14: helm and the operator went back to v1, kai-config and every
+    # component still run v2.
+    deps, cfg = install("v2", operator_tag="v1")
+    ident = I.analyse(deps, cfg, helm=HELM_OLD)
+    assert "helm says v1, binder runs v2: split" in ident["findings"]
+    assert "operator runs v1, binder runs v2: split" in ident["findings"]
+    ok, reasons = I.rolled_out(ident, "v1")
+    assert not ok and "binder runs v2" in reasons
+
+
+def test_conditions_of_an_older_generation_are_not_rolled_out():
+    # The operator has not reconciled the Config the hook just applied: the components may
+    # still be the old ones, whatever helm says.
+    deps, _ = install("v1")
+    ident = I.analyse(deps, config("v1", generation=4, observed=3))
+    assert not ident["all_rolled_out"]
+    ok, reasons = I.rolled_out(ident, "v1")
+    assert not ok
+    assert reasons == ["kai-config's conditions are not current for generation 4"]
+
+
+@pytest.mark.parametrize(
+    "cfg, reason",
+    [
+        ({}, "kai-config not found (the operator has nothing to reconcile)"),
+        (config("v1", ready="False"), "kai-config is not Available and Ready"),
+        (config("v2"), "kai-config names v2"),
+    ],
+)
+def test_operator_install_needs_its_config(cfg, reason):
+    deps, _ = install("v1")
+    ident = I.analyse(deps, cfg or None)
+    ok, reasons = I.rolled_out(ident, "v1")
+    assert not ok and reason in reasons
+
+
+def test_one_component_behind_is_named():
+    deps, cfg = install("v2")
+    deps[0] = deployment("admission", "v1")
+    ident = I.analyse(deps, cfg)
+    assert "binder runs v2, admission runs v1: split" in ident["findings"]
+    ok, reasons = I.rolled_out(ident, "v2")
+    assert reasons == ["admission runs v1"]
+
+
+def test_a_rolling_component_is_not_rolled_out():
+    deps, cfg = install("v2", rolled=False)
+    ok, reasons = I.rolled_out(I.analyse(deps, cfg), "v2")
+    assert not ok and "binder is rolling out (1/1 ready)" in reasons
+
+
+def test_a_failed_release_is_named_with_the_fix():
+    deps, cfg = install("v2")
+    ident = I.analyse(deps, cfg, helm=dict(HELM_OLD, status="failed", app_version="v2"))
+    assert any("is failed at revision 5" in f and "uninstall" in f for f in ident["findings"])
+
+
+def test_a_chart_without_operator_needs_no_conditions():
+    deps = [deployment(n, "v1", owner=False) for n in COMPONENTS]
+    ident = I.analyse(deps, {"metadata": {"generation": 1}, "spec": {}})
+    assert ident["operator"] is None and ident["all_rolled_out"]
+    assert I.rolled_out(ident, "v1") == (True, [])
+
+
+def test_wait_reads_until_rolled_out_and_measures_on_the_clock():
+    states = [install("v1"), install("v2", cfg=config("v2", observed=2)), install("v2")]
+    now = [0.0]
+
+    class Client(object):
+        def __init__(self):
+            self.reads = 0
+
+        def list(self, *a, **k):
+            return states[min(self.reads, 2)][0]
+
+        def read(self, *a, **k):
+            cfg = states[min(self.reads, 2)][1]
+            self.reads += 1
+            return cfg
+
+        def server_version(self):
+            return {"gitVersion": "v1.35.4"}
+
+    ident, took, ok, reasons = I.wait_rolled_out(
+        Client(), "kai-scheduler", "v2", 30, clock=lambda: now[0],
+        sleep=lambda s: now.__setitem__(0, now[0] + 5),
+    )
+    assert ok and took == 10.0 and ident["version"] == "v2" and reasons == []
+
+
+def test_wait_gives_up_at_the_bound_with_the_reasons():
+    deps, cfg = install("v1")
+
+    class Client(object):
+        def list(self, *a, **k):
+            return deps
+
+        def read(self, *a, **k):
+            return cfg
+
+        def server_version(self):
+            return {}
+
+    now = [0.0]
+    _, took, ok, reasons = I.wait_rolled_out(
+        Client(), "kai-scheduler", "v2", 12, clock=lambda: now[0],
+        sleep=lambda s: now.__setitem__(0, now[0] + s),
+    )
+    assert not ok and took == 12.0 and "binder runs v1" in reasons
