@@ -51,6 +51,8 @@ VARIABLES = {
     "kaiops_rollout_governance": "{refuse_broad_grants: true} to refuse a cluster where a "
     "broad grant is flagged (default: report only)",
     "kaiops_rollout_rollback_bundle": "rollback.yml: the rollout bundle to restore from",
+    "kaiops_rollout_downgrade_method": "auto (default: helm upgrade to the recorded chart "
+    "version, uninstall and install when the release is failed or pending), upgrade or reinstall",
     "kaiops_gpu_hour_rate": "cost per available GPU-hour for the cost section",
     # Installing a KAI build (reproduce.yml).
     "kaiops_kai_chart_ref": "where the KAI chart of a release is, a reference with {version}",

@@ -16,7 +16,9 @@ author:
 description:
   - O(operation=read) reads Config C(kai-config), the queues and the SchedulingShards and returns
     their resourceVersions (right after the upgrade, and before a rollback).
-  - O(operation=restore), after C(helm rollback), puts back what the snapshot before the change
+  - O(operation=survivors) reads, by name, what a downgrade must keep - KAI's CRDs, the queues,
+    the SchedulingShards, the PodGroups and the reservation namespace - read before and after it.
+  - O(operation=restore), after the downgrade, puts back what the snapshot before the change
     (O(snapshot_dir), written by M(kaiops.runbooks.kai_snapshot)) recorded of those objects -
     recreated when absent, their spec put back (a merge patch with the resourceVersion as
     precondition) when the upgrade changed them - and reports what it did not restore
@@ -31,7 +33,7 @@ options:
   operation:
     description: What to do.
     type: str
-    choices: [read, restore]
+    choices: [read, restore, survivors]
     default: read
   snapshot_dir:
     description:
@@ -49,6 +51,10 @@ options:
     description:
       - For O(operation=restore), the resourceVersions read right after the upgrade, if known.
     type: dict
+  reservation_namespace:
+    description: For O(operation=survivors), KAI's reservation namespace.
+    type: str
+    default: kai-resource-reservation
 attributes:
   check_mode:
     support: full
@@ -72,6 +78,12 @@ RETURN = r"""
 objects:
   description: For O(operation=read), C({kind/namespace/name - resourceVersion}).
   returned: when operation is read
+  type: dict
+survivors:
+  description:
+    - For O(operation=survivors), C({crds, queues, schedulingshards, podgroups,
+      reservation_namespace - sorted names}).
+  returned: when operation is survivors
   type: dict
 restore:
   description:
@@ -97,7 +109,12 @@ def argspec():
         AUTH_ARG_SPEC,
         EVIDENCE_ARG_SPEC,
         {
-            "operation": {"type": "str", "choices": ["read", "restore"], "default": "read"},
+            "operation": {
+                "type": "str",
+                "choices": ["read", "restore", "survivors"],
+                "default": "read",
+            },
+            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
             "snapshot_dir": {"type": "str"},
             "evidence_root": {"type": "path"},
             "before_rollback": {"type": "dict"},

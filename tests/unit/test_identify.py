@@ -32,9 +32,7 @@ def deployment(name, tag, rolled=True, owner=True, image=None):
             "replicas": 1,
             "template": {
                 "spec": {
-                    "containers": [
-                        {"name": name, "image": image or "reg/kai/%s:%s" % (name, tag)}
-                    ]
+                    "containers": [{"name": name, "image": image or "reg/kai/%s:%s" % (name, tag)}]
                 }
             },
         },
@@ -164,7 +162,11 @@ def test_wait_reads_until_rolled_out_and_measures_on_the_clock():
             return {"gitVersion": "v1.35.4"}
 
     ident, took, ok, reasons = I.wait_rolled_out(
-        Client(), "kai-scheduler", "v2", 30, clock=lambda: now[0],
+        Client(),
+        "kai-scheduler",
+        "v2",
+        30,
+        clock=lambda: now[0],
         sleep=lambda s: now.__setitem__(0, now[0] + 5),
     )
     assert ok and took == 10.0 and ident["version"] == "v2" and reasons == []
@@ -185,7 +187,11 @@ def test_wait_gives_up_at_the_bound_with_the_reasons():
 
     now = [0.0]
     _, took, ok, reasons = I.wait_rolled_out(
-        Client(), "kai-scheduler", "v2", 12, clock=lambda: now[0],
+        Client(),
+        "kai-scheduler",
+        "v2",
+        12,
+        clock=lambda: now[0],
         sleep=lambda s: now.__setitem__(0, now[0] + s),
     )
     assert not ok and took == 12.0 and "binder runs v1" in reasons

@@ -397,3 +397,26 @@ def test_threshold_gates_give_the_rule_not_just_the_unit():
     assert gates["threshold:completion_rate_min"] == "> 0 and <= 1"
     assert gates["threshold:binder_restarts_max"] == "a whole number >= 0"
     assert gates["threshold:observation_window_s"] == "a whole number of seconds, 60 to 86400"
+
+
+def test_preflight_refuses_a_split_or_failed_release_with_the_fix():
+    """Issue 19: a cluster whose helm and components disagree, or whose release was left failed
+    (a helm rollback to the install revision), is refused by preflight and named."""
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates as G
+
+    kai = {
+        "installed": True,
+        "version": "v0.16.14",
+        "namespace": "kai-scheduler",
+        "findings": [],
+        "helm": {"release": "kai-scheduler", "revision": 3, "status": "failed",
+                 "app_version": "v0.16.13"},
+    }  # fmt: skip
+    gates = {g["gate"]: g for g in G.cluster_gates("lab", {"status": "ok", "kai": kai})}
+    assert not gates["agreement"]["passed"]
+    assert "is failed at revision 3" in gates["agreement"]["message"]
+    assert "helm says v0.16.13, binder runs v0.16.14: split" in gates["agreement"]["message"]
+    assert "never helm rollback" in gates["agreement"]["fix"]
+    kai["helm"] = {"release": "kai-scheduler", "status": "deployed", "app_version": "v0.16.14"}
+    gates = {g["gate"]: g for g in G.cluster_gates("lab", {"status": "ok", "kai": kai})}
+    assert gates["agreement"]["passed"]

@@ -31,6 +31,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import im
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 # The conditions KAI's operator reports on kai-config (contract section 14).
 CONFIG_CONDITIONS = ("Reconciling", "Deployed", "Available", "DependenciesFulfilled", "Ready")
+# What the identity keeps of helm's status (never the values it also carries).
+HELM_KEYS = ("release", "revision", "status", "chart", "app_version", "changed_by_this_run")
 # Helm release states from which `helm upgrade` cannot run (a rollback or reinstall is needed).
 STUCK_HELM_STATES = ("failed", "pending-install", "pending-upgrade", "pending-rollback")
 
@@ -110,9 +112,7 @@ def config_state(config):
         for c in (config.get("status") or {}).get("conditions") or []
     ]
     by_type = {c["type"]: c for c in conditions}
-    current = bool(conditions) and all(
-        c["observed_generation"] == generation for c in conditions
-    )
+    current = bool(conditions) and all(c["observed_generation"] == generation for c in conditions)
     ready = current and all(
         (by_type.get(t) or {}).get("status") == "True" for t in ("Available", "Ready")
     )
@@ -130,7 +130,8 @@ def helm_state(helm):
     """helm's voice from a helm_info status (chart, app_version, revision, status), or {}."""
     if not helm:
         return {}
-    out = dict(helm)
+    # Only what names the release: helm_info's status also carries the values (never recorded).
+    out = {k: helm[k] for k in HELM_KEYS if k in helm}
     out["release"] = helm.get("release") or helm.get("name")
     out["version"] = release_version(helm.get("app_version"))
     return out
@@ -168,9 +169,7 @@ def findings(identity):
     config = identity.get("config") or {}
     stale = sorted(set(config.get("tags", {}).values()) - {version}) if version else []
     if stale and config.get("current"):
-        out.append(
-            "kai-config names %s, binder runs %s: split" % (", ".join(stale), version)
-        )
+        out.append("kai-config names %s, binder runs %s: split" % (", ".join(stale), version))
     return out
 
 

@@ -334,3 +334,33 @@ def upgrade_gates(
     for g in gates:
         g["evidence"] = evidence
     return gates
+
+
+def kept_gate(before, after, evidence=None):
+    """What a downgrade must keep (CRDs, queues, SchedulingShards, PodGroups, the reservation
+    namespace), by name before and after it; "no data" after the downgrade fails."""
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.restore import lost
+
+    counts = ", ".join("%s %d" % (k, len(v)) for k, v in sorted((before or {}).items()))
+    if after is None:
+        gone, ok = {}, False
+        message = "what the downgrade must keep could not be read after it"
+    else:
+        gone = lost(before, after)
+        ok = not gone
+        message = "; ".join("%s gone: %s" % (k, ", ".join(v)) for k, v in gone.items())
+    out = gate(
+        "rollback",
+        "kept",
+        "all kept (%s)" % counts if ok else "lost: %s" % (message or "unknown"),
+        "every KAI CRD, queue, SchedulingShard, PodGroup and the reservation namespace present "
+        "before the downgrade is present after it",
+        ok,
+        message,
+        ""
+        if ok
+        else "recreate them from the snapshot before the change (snapshots/) and "
+        "read KAI's operator log",
+    )
+    out["evidence"] = evidence
+    return out

@@ -499,6 +499,10 @@ def run_rollout_restore(module, client_factory=FixtureClient.from_options):
     )
     if params["operation"] == "read":
         module.exit_json(changed=False, objects=R.versions(_read_kinds(client, R.RESTORED_KINDS)))
+    if params["operation"] == "survivors":
+        by_kind = {what: _read_kinds(client, [(a, k, what)]) for a, k, what in R.SURVIVOR_KINDS}
+        present = client.read("v1", "Namespace", params["reservation_namespace"]) is not None
+        module.exit_json(changed=False, survivors=R.survivors(by_kind, present))
     folder = snapshot_folder(
         params.get("snapshot_dir"), params.get("evidence_dir"), params.get("evidence_root")
     )

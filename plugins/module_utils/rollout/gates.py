@@ -439,6 +439,16 @@ def _applies_with_rollback(subject):
     return _installed(subject) and target not in (None, "") and not isinstance(target, bool)
 
 
+def _findings(subject):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import (
+        helm_findings,
+    )
+
+    kai = _kai(subject)
+    found = list(kai.get("findings") or [])
+    return found + [f for f in helm_findings(kai.get("version"), kai.get("helm")) if f not in found]
+
+
 CLUSTER_GATES = (
     {
         "name": "kai_release",
@@ -466,6 +476,20 @@ CLUSTER_GATES = (
             % (s["cluster"], _kai(s).get("version"))
         ),
         "fix": "pin the KAI images to release tags",
+        "applies": _applies_when_installed,
+    },
+    {
+        # One reading of what runs (kai/identify): helm, the operator, kai-config and the
+        # components name one version, and helm can upgrade the release.
+        "name": "agreement",
+        "stage": "cluster",
+        "threshold": "helm's release (deployed), the operator, kai-config and every component "
+        "name one version",
+        "figure": lambda s: "; ".join(_findings(s)) or "agree",
+        "rule": lambda s: "; ".join(_findings(s)) or None,
+        "fix": "bring KAI to one version first: playbooks/rollback.yml from the last rollout "
+        "bundle, or helm upgrade (uninstall and install when the release is failed or pending) to "
+        "the version helm should run; never helm rollback KAI's chart",
         "applies": _applies_when_installed,
     },
     {

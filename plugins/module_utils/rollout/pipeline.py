@@ -418,6 +418,7 @@ def add_upgrade(record, stage, result):
     """The upgrade (stage ``upgrade``) or the Helm rollback (stage ``rollback``): helm's result,
     the release after it, the version that runs and the bounded rollout wait."""
     from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.acceptance import (
+        kept_gate,
         upgrade_gates,
     )
 
@@ -435,6 +436,12 @@ def add_upgrade(record, stage, result):
         result.get("helm_status"),
         reasons=result.get("reasons"),
     )
+    if stage == "rollback" and result.get("survivors_before") is not None:
+        gates.append(
+            kept_gate(
+                result["survivors_before"], result.get("survivors_after"), result.get("evidence")
+            )
+        )
     if result.get("error"):
         gates.insert(
             0,
@@ -442,7 +449,8 @@ def add_upgrade(record, stage, result):
                 stage,
                 "helm",
                 "failed",
-                "helm %s succeeded" % ("upgrade" if stage == "upgrade" else "rollback"),
+                "helm %s succeeded"
+                % ("upgrade" if stage == "upgrade" else result.get("method") or "downgrade"),
                 False,
                 result["error"],
                 "read the task output; the release's history is in the evidence",
@@ -463,6 +471,12 @@ def add_upgrade(record, stage, result):
         "attempts": result.get("attempts"),
         "error": result.get("error"),
     }
+    if stage == "rollback":
+        # The supported downgrade used and why (helm rollback does not restore KAI's chart).
+        entry["method"] = result.get("method")
+        entry["method_why"] = result.get("method_why")
+        entry["survivors_before"] = result.get("survivors_before")
+        entry["survivors_after"] = result.get("survivors_after")
     if stage == "upgrade":
         change["upgrade"] = entry
         change["after"] = {"version": identity.get("version"), "revision": entry["revision"]}
@@ -498,9 +512,10 @@ def add_decision(record, action):
     if action == "none":
         reason = "every verification gate passed: the change stays"
     elif action == "rollback":
-        reason = "failed gates %s: policy %s, rolling back to revision %s" % (
+        reason = "failed gates %s: policy %s, downgrading to %s (revision %s before the change)" % (
             ", ".join(failed_names),
             C.policy_text(policy),
+            (change.get("before") or {}).get("version"),
             (change.get("before") or {}).get("revision"),
         )
     elif action == "pause":
@@ -521,6 +536,14 @@ def add_decision(record, action):
     return _decided(out)
 
 
+# The supported downgrades of KAI's chart (helm rollback restores only the operator: contract
+# section 14), as the report names them.
+METHOD_TEXT = {
+    "upgrade": "helm upgrade to the recorded chart version",
+    "reinstall": "helm uninstall and install of the recorded chart version",
+}
+
+
 def add_rollback(record, restore=None, timing=None, error=None):
     """The rollback's restoration of KAI's configuration and its time to restore."""
     out = _copy(record)
@@ -539,22 +562,26 @@ def add_rollback(record, restore=None, timing=None, error=None):
             _step(
                 "rollback",
                 "failed",
-                "failed before KAI was rolled back to revision %s: %s"
-                % ((_change(out).get("before") or {}).get("revision"), error),
+                "failed before KAI was downgraded to %s: %s"
+                % ((_change(out).get("before") or {}).get("version"), error),
             )
         )
         return _decided(out)
-    reason = "helm rollback to revision %s, %s; restored %s, not restored %s; verification %s; "
-    reason += "time to restore %s s"
+    reason = "%s to %s (release revision %s -> %s), runs %s after it; restored %s, not "
+    reason += "restored %s; verification %s; time to restore %s s"
     summary = (restore or {}).get("summary") or {}
+    before = _change(out).get("before") or {}
     out["steps"].append(
         _step(
             "rollback",
             status,
             reason
             % (
-                rollback.get("revision_target") or rollback.get("revision"),
-                rollback.get("version"),
+                METHOD_TEXT.get(rollback.get("method"), "downgrade"),
+                before.get("version"),
+                rollback.get("revision_before"),
+                rollback.get("revision"),
+                rollback.get("version") or "unreadable",
                 summary.get("restored"),
                 summary.get("not_restored"),
                 "passed" if verified else "FAILED" if verified is False else "not run",

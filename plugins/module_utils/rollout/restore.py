@@ -34,6 +34,46 @@ RESTORED_KINDS = (
     ("scheduling.run.ai/v2", "Queue", "queue"),
     ("kai.scheduler/v1", "SchedulingShard", "schedulingshard"),
 )
+# What a downgrade must keep (KAI's documented uninstall keeps CRDs, queues, SchedulingShards and
+# the reservation namespace; pod groups are the users' work): read before and after, by name.
+SURVIVOR_KINDS = (
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "crds"),
+    ("scheduling.run.ai/v2", "Queue", "queues"),
+    ("kai.scheduler/v1", "SchedulingShard", "schedulingshards"),
+    ("scheduling.run.ai/v2alpha2", "PodGroup", "podgroups"),
+)
+KAI_CRD_GROUPS = ("kai.scheduler", "scheduling.run.ai")
+
+
+def survivors(by_kind, reservation_namespace_present):
+    """{what: sorted names} of what a downgrade must keep, from lists of objects by folder."""
+    out = {}
+    for _api, _kind, what in SURVIVOR_KINDS:
+        names = []
+        for obj in by_kind.get(what) or []:
+            meta = obj.get("metadata") or {}
+            if what == "crds" and (obj.get("spec") or {}).get("group") not in KAI_CRD_GROUPS:
+                continue
+            names.append(
+                "%s/%s" % (meta["namespace"], meta["name"])
+                if meta.get("namespace")
+                else meta.get("name")
+            )
+        out[what] = sorted(names)
+    out["reservation_namespace"] = ["present"] if reservation_namespace_present else []
+    return out
+
+
+def lost(before, after):
+    """What was there before the downgrade and is gone after it: {what: [names]}."""
+    out = {}
+    for what, names in sorted((before or {}).items()):
+        gone = sorted(set(names) - set((after or {}).get(what) or []))
+        if gone:
+            out[what] = gone
+    return out
+
+
 DROP_METADATA = (
     "uid",
     "resourceVersion",
