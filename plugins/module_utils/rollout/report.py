@@ -422,6 +422,13 @@ def _fmt_s(value):
     return "-" if value is None else "%s s" % value
 
 
+DOWNGRADE_TEXT = {
+    "upgrade": "helm upgrade to the recorded chart version",
+    "reinstall": "helm uninstall and install of the recorded chart version",
+    "none": "nothing to do, it already ran",
+}
+
+
 def _changed(cluster):
     change = cluster.get("change") or {}
     before, after = change.get("before") or {}, change.get("after") or {}
@@ -433,10 +440,11 @@ def _changed(cluster):
     if after.get("version"):
         text += " -> %s (rev %s)" % (after.get("version"), after.get("revision"))
     rollback = change.get("rollback") or {}
-    if rollback.get("revision"):
+    if rollback.get("revision") or rollback.get("version"):
+        # What runs after the downgrade, read from the components (not helm's label).
         text += " -> back to %s (rev %s)" % (
-            rollback.get("version") or "-",
-            rollback.get("revision"),
+            rollback.get("version") or "unreadable",
+            rollback.get("revision") or "-",
         )
     if upgrade and not upgrade.get("changed") and upgrade.get("status") == "done":
         text += ", no upgrade needed"
@@ -562,14 +570,28 @@ def change_board(report):
                 "",
                 "## Rollback: %s" % name,
                 "",
-                "- helm rollback to revision %s (%s): %s; time to restore %s (helm rollback to KAI "
-                "rolled out and identified), %s to a passing verification"
+                "- downgrade to %s: %s (release revision %s -> %s), now runs %s: %s; time to "
+                "restore %s (downgrade started to every component at the recorded version, rolled "
+                "out), %s to a passing verification"
                 % (
-                    rollback.get("revision_target") or rollback.get("revision"),
-                    rollback.get("version") or "-",
+                    (change.get("before") or {}).get("version") or "-",
+                    DOWNGRADE_TEXT.get(rollback.get("method"), rollback.get("method") or "-"),
+                    rollback.get("revision_before") or "-",
+                    rollback.get("revision") or "-",
+                    rollback.get("version") or "unreadable",
                     rollback.get("status"),
                     _fmt_s(rollback.get("time_to_restore_s")),
                     _fmt_s(rollback.get("time_to_verified_s")),
+                ),
+                "- why this downgrade: %s (helm rollback is not used: it does not restore KAI's "
+                "chart, docs/change-window.md)" % _cell(rollback.get("method_why") or "-"),
+                "- kept through it: %s"
+                % (
+                    ", ".join(
+                        "%s %d" % (k, len(v))
+                        for k, v in sorted((rollback.get("survivors_after") or {}).items())
+                    )
+                    or "not read"
                 ),
                 "- configuration restored: %s, already as recorded: %s, "
                 "**not restored automatically: %s**"
@@ -625,7 +647,7 @@ def change_board(report):
                 name,
                 "; ".join("%s %s" % (r["outcome"], r["object"]) for r in interventions)
                 if interventions
-                else "none beyond the Helm %s" % ("rollback" if rollback else "upgrade"),
+                else "none beyond the Helm %s" % ("downgrade" if rollback else "upgrade"),
             ),
         ]
         governance = change.get("governance")
