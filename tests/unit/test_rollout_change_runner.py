@@ -214,3 +214,29 @@ def test_restore_puts_back_the_recorded_spec_and_reports_the_rest(fake_module, t
     result = done.value.result
     assert result["changed"] and result["restore"]["summary"]["restored"] == 1
     assert client.patched == [("Config", "kai-config", {"spec": {"a": 1, "b": None}}, "5")]
+
+
+def test_time_to_restore_is_counted_from_the_failed_gates_decision(fake_module):
+    """Issue 19: the restore benchmark's figure runs from the decision to a passing verification."""
+    rec = {
+        "cluster": "lab",
+        "gates": [{"stage": "verify", "gate": "bind_latency_p50", "passed": False}],
+        "steps": [],
+        "change": {"upgrade": {"status": "done"}, "before": {"version": "v1", "revision": 3}},
+    }
+    base = {name: None for name in CR.ADDITIONS}
+    base.update({"record": rec, "cluster": "lab", "evidence_root": None, "evidence_dir": None})
+    clock = iter([1000.0, 1042.5])
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_step(fake_module(dict(base, decision=True)), wall=lambda: next(clock))
+    decided = done.value.result["record"]
+    assert decided["change"]["action"] == "rollback" and decided["change"]["decided_at"] == 1000.0
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_step(
+            fake_module(
+                dict(base, record=decided, rollback={"time_to_restore_s": 20.0,
+                                                     "time_to_verified_s": 40.0})  # fmt: skip
+            ),
+            wall=lambda: next(clock),
+        )
+    assert done.value.result["record"]["change"]["rollback"]["decision_to_verified_s"] == 42.5

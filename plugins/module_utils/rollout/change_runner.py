@@ -86,7 +86,7 @@ def _exit(module, record, **extra):
 # ---------------------------------------------------------------- kai_rollout_step
 
 
-def run_rollout_step(module):
+def run_rollout_step(module, wall=time.time):
     params = module.params
     what = the_addition(params, ADDITIONS)
     record = params.get("record") or {}
@@ -112,12 +112,15 @@ def run_rollout_step(module):
             record["change"]["rollback"]["revision_target"] = value.get("revision_target")
     elif what == "decision":
         record = pipeline.add_decision(record, C.next_action(record))
+        # The clock of "time to restore after a failed gate" starts at the decision.
+        record["change"]["decided_at"] = round(wall(), 3)
     elif what == "rollback":
+        timing = {k: value[k] for k in ("time_to_restore_s", "time_to_verified_s") if k in value}
+        decided = (record.get("change") or {}).get("decided_at")
+        if decided and "time_to_verified_s" in value and not value.get("error"):
+            timing["decision_to_verified_s"] = round(wall() - decided, 1)
         record = pipeline.add_rollback(
-            record,
-            restore=value.get("restore"),
-            timing={k: value[k] for k in ("time_to_restore_s", "time_to_verified_s") if k in value},
-            error=value.get("error"),
+            record, restore=value.get("restore"), timing=timing, error=value.get("error")
         )
     elif what == "error":
         record = pipeline.add_change_error(

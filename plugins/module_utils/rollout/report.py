@@ -583,6 +583,13 @@ def change_board(report):
                     _fmt_s(rollback.get("time_to_restore_s")),
                     _fmt_s(rollback.get("time_to_verified_s")),
                 ),
+                "- from the failed gate's decision to a passing verification on %s: %s"
+                % (
+                    (change.get("before") or {}).get("version") or "-",
+                    _fmt_s(rollback.get("decision_to_verified_s")),
+                )
+                if rollback.get("decision_to_verified_s") is not None
+                else "- (rollback.yml: no failed gate; timed from the start of the downgrade)",
                 "- why this downgrade: %s (helm rollback is not used: it does not restore KAI's "
                 "chart, docs/change-window.md)" % _cell(rollback.get("method_why") or "-"),
                 "- kept through it: %s"
