@@ -234,8 +234,11 @@ def test_time_to_restore_is_counted_from_the_failed_gates_decision(fake_module):
     with pytest.raises(ExitJson) as done:
         CR.run_rollout_step(
             fake_module(
-                dict(base, record=decided, rollback={"time_to_restore_s": 20.0,
-                                                     "time_to_verified_s": 40.0})  # fmt: skip
+                dict(
+                    base,
+                    record=decided,
+                    rollback={"time_to_restore_s": 20.0, "time_to_verified_s": 40.0},
+                )  # fmt: skip
             ),
             wall=lambda: next(clock),
         )
