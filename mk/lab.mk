@@ -6,7 +6,7 @@ LAB := PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab
 # Debian packages the real node needs (versions pinned in lab/versions.yaml).
 LAB_DEBS := containerd runc containernetworking-plugins busybox-static iptables conntrack openssl gcc libc6-dev
 
-.PHONY: lab-deps lab-build lab-up lab-kai lab-kai-bundle lab-down lab-status lab-kubeconfig lab-env lab-plan lab-bench kai-versions
+.PHONY: lab-deps lab-build lab-up lab-kai lab-kai-bundle lab-down lab-status lab-kubeconfig lab-env lab-plan lab-bench restore-bench kai-versions
 
 lab-deps: ## install the lab's Debian packages when missing
 	@missing=$$(for p in $(LAB_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -53,6 +53,10 @@ lab-plan: ## print every component command without running anything
 
 lab-bench: lab-deps $(VENV_STAMP) ## benchmark: warm up-to-Ready, delete time, idle memory with KAI, KAI install/switch and 100 fraction pods, a full reproduce.yml (lab/bench.py --cold adds a cold build)
 	PYTHONPATH=$(CURDIR)/lab $(LAB_PY) lab/bench.py
+
+# RESTORE_BENCH_ARGS: e.g. --setup "make -s lab-kai KAI_BUNDLE=<pre bundle>" -e '{"kaiops_kai_chart_ref": ...}'
+restore-bench: $(VENV_STAMP) ## benchmark on the up lab: time to restore after a failed gate and in rollback.yml, from the decision to every component at the recorded version and a passing verification (RESTORE_BENCH_ARGS)
+	@eval "$$($(LAB) env)"; export PATH="$(VENV)/bin:$$PATH"; PYTHONPATH=$(CURDIR)/lab $(PY) lab/bench_restore.py $(RESTORE_BENCH_ARGS)
 
 kai-versions: ## print the KAI version pair under test from meta/kai_releases.yml: pre=<v> patched=<v>
 	@PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab.kai versions

@@ -147,6 +147,8 @@ def add_inventory(record, inventory, namespace, reservation_namespace, helm_rele
             )
         )
     out["current_version"] = (inventory.get("kai") or {}).get("version")
+    # Every report that ran on the lab's stand-in says so, next to the version.
+    out["implementation_label"] = (inventory.get("kai") or {}).get("implementation_label")
     out["inventory_status"] = inventory.get("status") or "missing"
     out["evidence"] += ["inventory.md", "inventory.json"]
     out["steps"].append(_step("inventory", "done", "status " + out["inventory_status"]))

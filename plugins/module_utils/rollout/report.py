@@ -144,6 +144,7 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=
             "reasons": reasons,
             "request": entry.get("request"),
             "current_version": entry.get("current_version"),
+            "implementation_label": entry.get("implementation_label"),
             "gates": gates,
             "steps": steps,
             "evidence": sorted(set(entry.get("evidence") or [])),
@@ -297,7 +298,13 @@ def render_markdown(report):
             "",
             "## Cluster %s: %s" % (name, cluster["decision"].upper()),
             "",
-            "Current KAI version: %s" % _cell(cluster.get("current_version")),
+            "Current KAI version: %s%s"
+            % (
+                _cell(cluster.get("current_version")),
+                " (%s)" % cluster["implementation_label"]
+                if cluster.get("implementation_label")
+                else "",
+            ),
             "",
         ]
         if cluster["reasons"]:
