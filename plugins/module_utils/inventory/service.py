@@ -324,9 +324,15 @@ def analyse(
     kinds = set(c.get("implementation") for c in components)
     implementation = ("standin" if "standin" in kinds else "kai") if installed else None
 
-    binder_container = _main_container(binder, binder_name) if binder else None
+    # The one reading of what runs (kai/identify): its findings name components, the operator
+    # and kai-config disagreeing; helm's voice is added by the report, after helm is read.
+    identity = kai_identify.analyse(
+        [d for d in deployments if is_kai_component(d, release)], config
+    )
     operator_container = _main_container(operator_comp, "operator") if operator_comp else None
-    version = (binder_container or {}).get("tag")
+    version = identity["version"] if binder_name == kai_facts.BINDER else None
+    if version is None and binder:
+        version = (_main_container(binder, binder_name) or {}).get("tag")
     version_source = "binder image tag"
     if version is None and operator_container:
         version, version_source = operator_container.get("tag"), "operator image tag"
@@ -366,11 +372,6 @@ def analyse(
         }
     )
 
-    # The one reading of what runs (kai/identify): its findings name components, the operator
-    # and kai-config disagreeing; helm's voice is added by the report, after helm is read.
-    identity = kai_identify.analyse(
-        [d for d in deployments if is_kai_component(d, release)], config
-    )
     version_affected = in_range(version, affected_range) if installed else None
     facts = {
         "installed": installed,
