@@ -18,9 +18,10 @@ description:
     C(kai-operator), Config C(kai-config) (the image tags its spec names, its status conditions
     and their C(observedGeneration)) and the API server's version; read-only, also under check
     mode. The version that runs is the binder's image tag.
-  - Names every disagreement between helm's release (given in I(helm)), the operator,
-    C(kai-config) and the components as a finding (for example C(helm says v0.16.13, binder runs
-    v0.16.14: split)).
+  - >-
+    Names every disagreement between helm's release (given in I(helm)), the operator,
+    C(kai-config) and the components as a finding, for example C(helm says v0.16.13, binder runs
+    v0.16.14: split).
   - Rolled out to a version means every component Deployment runs it and is rolled out and, on an
     operator install, C(kai-config)'s conditions are current for its generation and Available and
     Ready.
