@@ -50,6 +50,9 @@ type Reservation struct {
 	Resources                                                                          corev1.ResourceRequirements
 	PodSecurityContext                                                                 *corev1.PodSecurityContext
 	ContainerSecurityContext                                                           *corev1.SecurityContext
+	// After starts the reservation timeout (Timeout); nil is the wall clock. Tests inject
+	// their own, so that no case depends on how fast the machine runs.
+	After func(time.Duration) <-chan time.Time
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -322,6 +325,15 @@ func (r *Reservation) reservationPod(pod *corev1.Pod, node, group string) *corev
 	return p
 }
 
+// after is the reservation timeout's timer and its stop.
+func (r *Reservation) after(d time.Duration) (<-chan time.Time, func()) {
+	if r.After != nil {
+		return r.After(d), func() {}
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
 // waitForDevice watches the API server (not the cache) for the GPU id annotation; every
 // way of giving up deletes the reservation pod.
 func (r *Reservation) waitForDevice(ctx context.Context, rp *corev1.Pod) (string, error) {
@@ -330,7 +342,9 @@ func (r *Reservation) waitForDevice(ctx context.Context, rp *corev1.Pod) (string
 		_ = r.deleteReservationPod(ctx, rp)
 		return "", fmt.Errorf("failed waiting for GPU reservation pod to allocate: %s/%s", rp.Namespace, rp.Name)
 	}
-	wctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	timeout, stop := r.after(r.Timeout)
+	defer stop()
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := r.Watcher.Watch(wctx, &corev1.PodList{}, &client.ListOptions{
 		Namespace: rp.Namespace, FieldSelector: fields.OneTermEqualSelector("metadata.name", rp.Name),
@@ -342,12 +356,11 @@ func (r *Reservation) waitForDevice(ctx context.Context, rp *corev1.Pod) (string
 	defer w.Stop()
 	for {
 		select {
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				l.Error(ctx.Err(), "Context cancelled while waiting for GPU reservation pod to be allocated")
-			} else {
-				l.Error(wctx.Err(), "Reached timeout while waiting for GPU reservation pod to be allocated")
-			}
+		case <-ctx.Done():
+			l.Error(ctx.Err(), "Context cancelled while waiting for GPU reservation pod to be allocated")
+			return fail()
+		case <-timeout:
+			l.Error(context.DeadlineExceeded, "Reached timeout while waiting for GPU reservation pod to be allocated")
 			return fail()
 		case ev, ok := <-w.ResultChan():
 			if !ok {

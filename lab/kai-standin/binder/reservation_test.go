@@ -9,13 +9,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kaiops.dev/lab/kai-standin/api"
 )
 
+// watchOpened is the reservation's watcher, saying when Reserve's watch is open: the fake
+// client's watch, unlike the API server's, does not replay a pod that changed before it.
+type watchOpened struct {
+	client.WithWatch
+	opened chan struct{}
+}
+
+func (w *watchOpened) Watch(ctx context.Context, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
+	wi, err := w.WithWatch.Watch(ctx, list, opts...)
+	close(w.opened)
+	return wi, err
+}
+
 // TestReserveCreatesAndWaits covers the create path: the GPU side answering in time,
-// and the timeout that deletes the reservation pod.
+// and the timeout that deletes the reservation pod. The timeout is an injected timer and
+// the answer follows the watch's opening, so no case depends on the machine's speed.
 func TestReserveCreatesAndWaits(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -29,25 +44,41 @@ func TestReserveCreatesAndWaits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, RaceFixGuarded, fractionPod(), node())
 			res := f.rec.Binder.Reservation
-			res.Timeout = 300 * time.Millisecond
+			w := &watchOpened{WithWatch: f.client, opened: make(chan struct{})}
+			res.Watcher = w
+			expired := make(chan time.Time, 1)
+			res.After = func(d time.Duration) <-chan time.Time {
+				if d != res.Timeout {
+					t.Errorf("timer for %v, want the reservation timeout %v", d, res.Timeout)
+				}
+				if !tc.answer {
+					expired <- time.Time{}
+				}
+				return expired // never fires when the GPU side answers
+			}
 			ctx := context.Background()
+			answered := make(chan struct{})
 			if tc.answer {
 				go func() {
+					defer close(answered)
+					<-w.opened
+					p := &corev1.Pod{}
 					key := client.ObjectKey{Namespace: resNS, Name: ReservationPodName(nodeName, group)}
-					for i := 0; i < 100; i++ {
-						time.Sleep(10 * time.Millisecond)
-						p := &corev1.Pod{}
-						if f.client.Get(ctx, key, p) != nil {
-							continue
-						}
-						patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+api.AnnReserveForGPUIndex+`":"`+deviceID+`"}}}`))
-						_ = f.client.Patch(ctx, p, patch)
+					if err := f.client.Get(ctx, key, p); err != nil {
+						t.Errorf("reservation pod: %v", err)
 						return
 					}
+					patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+api.AnnReserveForGPUIndex+`":"`+deviceID+`"}}}`))
+					if err := f.client.Patch(ctx, p, patch); err != nil {
+						t.Errorf("annotate reservation pod: %v", err)
+					}
 				}()
+			} else {
+				close(answered)
 			}
 			pod := fractionPod()
 			id, err := res.Reserve(ctx, pod, nodeName, group)
+			<-answered
 			rp := &corev1.Pod{}
 			getErr := f.get(t, rp, ReservationPodName(nodeName, group), resNS)
 			if tc.wantErr != "" {
