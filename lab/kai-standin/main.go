@@ -11,6 +11,8 @@ import (
 	"kaiops.dev/lab/kai-standin/admission"
 	"kaiops.dev/lab/kai-standin/binder"
 	"kaiops.dev/lab/kai-standin/gpustatus"
+	"kaiops.dev/lab/kai-standin/hooks"
+	"kaiops.dev/lab/kai-standin/operator"
 	"kaiops.dev/lab/kai-standin/podgroupctl"
 	"kaiops.dev/lab/kai-standin/podgrouper"
 	"kaiops.dev/lab/kai-standin/queuectl"
@@ -25,6 +27,11 @@ var components = map[string]func(args []string) error{
 	"gpu-status-updater":  gpustatus.Main,
 	"podgroup-controller": podgroupctl.Main,
 	"queue-controller":    queuectl.Main,
+	"operator":            operator.Main,
+	// helm hook programs of the chart (KAI's crd-upgrader image plays these)
+	"crd-upgrader":    hooks.CRDUpgrader,
+	"config-deployer": hooks.ConfigDeployer,
+	"config-cleanup":  hooks.ConfigCleanup,
 }
 
 func usage() {

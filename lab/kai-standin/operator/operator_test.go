@@ -1,0 +1,361 @@
+package operator
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const specJSON = `{
+  "namespace": "kai-scheduler",
+  "admission": {"service": {"image": {"repository": "reg/kai", "name": "admission", "tag": "v0.16.14"}}, "gpuSharing": true},
+  "binder": {"service": {"image": {"repository": "reg/kai", "name": "binder", "tag": "v0.16.14"}},
+             "resourceReservation": {"image": {"repository": "reg/kai", "name": "resourcereservation", "tag": "v0.16.14"}}},
+  "scheduler": {"service": {"image": {"repository": "reg/kai", "name": "scheduler", "tag": "v0.16.14"}}},
+  "standin": {"release": "v0.16.14", "configmapWrite": "race-fix-guarded", "build": "b1"}
+}`
+
+var fallbacks = Fallbacks{Namespace: "kai-scheduler", Repository: "reg/kai", Tag: "v0.16.13"}
+
+func mustSpec(t *testing.T, raw string) Spec {
+	t.Helper()
+	s, err := ParseSpec([]byte(raw), fallbacks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func byName(objs []client.Object) map[string]client.Object {
+	out := map[string]client.Object{}
+	for _, o := range objs {
+		out[o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName()] = o
+	}
+	return out
+}
+
+func container(t *testing.T, objs map[string]client.Object, name string) corev1.Container {
+	t.Helper()
+	d, ok := objs["Deployment/"+name].(*appsv1.Deployment)
+	if !ok {
+		t.Fatalf("no Deployment %s in %v", name, keys(objs))
+	}
+	return d.Spec.Template.Spec.Containers[0]
+}
+
+func keys(m map[string]client.Object) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRenderObjects(t *testing.T) {
+	s := mustSpec(t, specJSON)
+	in := Inputs{Shards: []Shard{{Name: "default"}}, FakeGPUNodes: true, CABundle: []byte("CA"), CertHash: "abc",
+		Annotations: map[string]string{"meta.helm.sh/release-name": "kai-scheduler"}}
+	objs := byName(Render(s, in))
+	want := []string{
+		"Deployment/admission", "Deployment/binder", "Deployment/kai-scheduler-default", "Deployment/pod-grouper",
+		"Deployment/podgroup-controller", "Deployment/queue-controller",
+		"MutatingWebhookConfiguration/mutating-kai-admission", "Service/admission", "Service/binder",
+		"Service/kai-scheduler-default", "ValidatingWebhookConfiguration/validating-kai-admission",
+	}
+	if got := keys(objs); !slices.Equal(got, want) {
+		t.Fatalf("objects = %v, want %v", got, want)
+	}
+	for k, o := range objs {
+		t.Run(k, func(t *testing.T) {
+			l := o.GetLabels()
+			if l[ManagedByLabel] != ManagedBy || l[ImplementationLabel] != "standin" || l[ReleaseKey] != "v0.16.14" {
+				t.Fatalf("labels = %v", l)
+			}
+			if o.GetAnnotations()["meta.helm.sh/release-name"] != "kai-scheduler" {
+				t.Fatalf("annotations = %v", o.GetAnnotations())
+			}
+		})
+	}
+}
+
+func TestRenderDeployments(t *testing.T) {
+	s := mustSpec(t, specJSON)
+	objs := byName(Render(s, Inputs{Shards: []Shard{{Name: "default"}}, FakeGPUNodes: true, CertHash: "abc"}))
+	cases := []struct {
+		name, image, component string
+		args                   []string
+		strategy               appsv1.DeploymentStrategyType
+	}{
+		{"binder", "reg/kai/binder:v0.16.14", "binder",
+			[]string{"--resource-reservation-pod-image", "reg/kai/resourcereservation:v0.16.14", "--fake-gpu-nodes", "--standin-configmap-write=race-fix-guarded", "--max-concurrent-reconciles=10", "--resource-reservation-allocation-timeout=40"},
+			appsv1.RecreateDeploymentStrategyType},
+		{"admission", "reg/kai/admission:v0.16.14", "admission",
+			[]string{"--webhook-addr", "9443", "--gpu-sharing-enabled=true", "--gpu-fraction-runtime-class-name", "nvidia", "--cert-dir"},
+			appsv1.RecreateDeploymentStrategyType},
+		{"kai-scheduler-default", "reg/kai/scheduler:v0.16.14", "scheduler",
+			[]string{"--scheduler-name=kai-scheduler", "--partition-label-value=", "--schedule-period=1s", "--listen-address=:8080"},
+			appsv1.RollingUpdateDeploymentStrategyType},
+		// no tag in the spec: the operator's MS_TAG is the fallback
+		{"pod-grouper", "reg/kai/podgrouper:v0.16.13", "pod-grouper",
+			[]string{"--queue-label-key", "kai.scheduler/queue"}, appsv1.RollingUpdateDeploymentStrategyType},
+		{"podgroup-controller", "reg/kai/podgroupcontroller:v0.16.13", "podgroup-controller", nil, appsv1.RollingUpdateDeploymentStrategyType},
+		{"queue-controller", "reg/kai/queuecontroller:v0.16.13", "queue-controller", []string{"--zap-devel=false"}, appsv1.RollingUpdateDeploymentStrategyType},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := objs["Deployment/"+tc.name].(*appsv1.Deployment)
+			c := container(t, objs, tc.name)
+			if c.Name != tc.name || d.Spec.Template.Spec.ServiceAccountName != tc.name || d.Spec.Selector.MatchLabels["app"] != tc.name {
+				t.Fatalf("name/SA/selector: %s %s %v", c.Name, d.Spec.Template.Spec.ServiceAccountName, d.Spec.Selector.MatchLabels)
+			}
+			if c.Image != tc.image {
+				t.Fatalf("image = %s, want %s", c.Image, tc.image)
+			}
+			if c.Args[0] != tc.component || c.Args[1] != "--standin-release=v0.16.14" {
+				t.Fatalf("args start %v", c.Args[:2])
+			}
+			for _, a := range tc.args {
+				if !slices.Contains(c.Args, a) {
+					t.Fatalf("args %v lack %q", c.Args, a)
+				}
+			}
+			if d.Spec.Strategy.Type != tc.strategy {
+				t.Fatalf("strategy = %s", d.Spec.Strategy.Type)
+			}
+			if d.Spec.Template.Annotations[BuildAnnotation] != "b1" || d.Spec.Template.Annotations[ReleaseKey] != "v0.16.14" {
+				t.Fatalf("pod annotations = %v", d.Spec.Template.Annotations)
+			}
+			if !*c.SecurityContext.RunAsNonRoot || *c.SecurityContext.RunAsUser != 10000 {
+				t.Fatalf("securityContext = %+v", c.SecurityContext)
+			}
+		})
+	}
+}
+
+func TestRenderOptionalArgs(t *testing.T) {
+	cases := []struct {
+		name      string
+		spec      string
+		fake      bool
+		component string
+		has, lack []string
+	}{
+		{"no fake nodes", `{}`, false, "binder", nil, []string{"--fake-gpu-nodes"}},
+		{"fake nodes forced", `{"standin": {"fakeGpuNodes": true}}`, false, "binder", []string{"--fake-gpu-nodes"}, nil},
+		{"no behaviour in the spec", `{}`, true, "binder", []string{"--fake-gpu-nodes"}, []string{"--standin-configmap-write=race-fix-guarded"}},
+		{"sharing off", `{}`, false, "admission", nil, []string{"--gpu-sharing-enabled=true"}},
+		{"visible devices blocked", `{"admission": {"blockNvidiaVisibleDevices": true}}`, false, "admission", []string{"--block-nvidia-visible-devices=true"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := byName(Render(mustSpec(t, tc.spec), Inputs{FakeGPUNodes: tc.fake}))
+			args := container(t, objs, tc.component).Args
+			for _, a := range tc.has {
+				if !slices.Contains(args, a) {
+					t.Fatalf("args %v lack %q", args, a)
+				}
+			}
+			for _, a := range tc.lack {
+				if slices.Contains(args, a) {
+					t.Fatalf("args %v have %q", args, a)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderShards(t *testing.T) {
+	s := mustSpec(t, `{}`)
+	cases := []struct {
+		name   string
+		shards []Shard
+		want   []string
+	}{
+		{"none", nil, []string{"admission", "binder", "pod-grouper", "podgroup-controller", "queue-controller"}},
+		{"default and a pool", []Shard{{Name: "default"}, {Name: "pool-a", PartitionLabelValue: "a"}},
+			[]string{"admission", "binder", "kai-scheduler-default", "kai-scheduler-pool-a", "pod-grouper", "podgroup-controller", "queue-controller"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DeploymentNames(s, tc.shards); !slices.Equal(got, tc.want) {
+				t.Fatalf("names = %v", got)
+			}
+			objs := byName(Render(s, Inputs{Shards: tc.shards}))
+			for _, sh := range tc.shards {
+				args := container(t, objs, SchedulerName(s, sh.Name)).Args
+				if !slices.Contains(args, "--partition-label-value="+sh.PartitionLabelValue) {
+					t.Fatalf("args %v", args)
+				}
+				if objs["Service/"+SchedulerName(s, sh.Name)].(*corev1.Service).Spec.ClusterIP != corev1.ClusterIPNone {
+					t.Fatal("scheduler Service is not headless")
+				}
+			}
+		})
+	}
+}
+
+func TestRenderWebhooks(t *testing.T) {
+	s := mustSpec(t, `{"namespace": "kai"}`)
+	objs := byName(Render(s, Inputs{CABundle: []byte("CA")}))
+	m := objs["MutatingWebhookConfiguration/mutating-kai-admission"].(*admissionv1.MutatingWebhookConfiguration).Webhooks[0]
+	v := objs["ValidatingWebhookConfiguration/validating-kai-admission"].(*admissionv1.ValidatingWebhookConfiguration).Webhooks[0]
+	cases := []struct {
+		name, hookName, path string
+		ops                  []admissionv1.OperationType
+		cc                   admissionv1.WebhookClientConfig
+		gotOps               []admissionv1.OperationType
+		selector             *metav1.LabelSelector
+	}{
+		{"mutating", m.Name, "/mutate--v1-pod", []admissionv1.OperationType{admissionv1.Create}, m.ClientConfig, m.Rules[0].Operations, m.NamespaceSelector},
+		{"validating", v.Name, "/validate--v1-pod", []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}, v.ClientConfig, v.Rules[0].Operations, v.NamespaceSelector},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.hookName != "admission.kai.svc" || *tc.cc.Service.Path != tc.path || string(tc.cc.CABundle) != "CA" ||
+				tc.cc.Service.Namespace != "kai" || *tc.cc.Service.Port != 443 {
+				t.Fatalf("webhook %s %+v", tc.hookName, tc.cc)
+			}
+			if !slices.Equal(tc.gotOps, tc.ops) {
+				t.Fatalf("operations %v", tc.gotOps)
+			}
+			if !slices.Equal(tc.selector.MatchExpressions[0].Values, []string{"kube-system", "kai"}) {
+				t.Fatalf("namespaceSelector %+v", tc.selector)
+			}
+		})
+	}
+	if *m.ReinvocationPolicy != admissionv1.IfNeededReinvocationPolicy {
+		t.Fatal("mutating webhook is not reinvoked")
+	}
+}
+
+func TestParseSpecDefaults(t *testing.T) {
+	cases := []struct {
+		name, raw string
+		check     func(Spec) bool
+	}{
+		{"empty spec: KAI's defaults", `{}`, func(s Spec) bool {
+			return s.Namespace == "kai-scheduler" && s.Global.SchedulerName == "kai-scheduler" &&
+				s.Binder.ResourceReservation.Namespace == "kai-resource-reservation" && s.Admission.Webhook.TargetPort == 9443
+		}},
+		{"image tag from the spec wins over MS_TAG", `{"binder": {"service": {"image": {"tag": "v9"}}}}`, func(s Spec) bool {
+			return s.Binder.Service.Image.Ref() == "reg/kai/binder:v9" && s.Scheduler.Service.Image.Ref() == "reg/kai/scheduler:v0.16.13"
+		}},
+		{"unknown fields are ignored", `{"prometheus": {"enabled": true}, "namespace": "x"}`, func(s Spec) bool { return s.Namespace == "x" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if s := mustSpec(t, tc.raw); !tc.check(s) {
+				t.Fatalf("spec = %+v", s)
+			}
+		})
+	}
+	if _, err := ParseSpec([]byte(`{"namespace": 3}`), fallbacks); err == nil {
+		t.Fatal("a malformed spec parsed")
+	}
+}
+
+func dep(name string, gen, observed int64, updated, available, replicas int32) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: gen}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: observed, UpdatedReplicas: updated, AvailableReplicas: available, Replicas: replicas}
+	return d
+}
+
+func TestConditions(t *testing.T) {
+	wanted := []string{"binder", "admission"}
+	done := map[string]*appsv1.Deployment{"binder": dep("binder", 2, 2, 1, 1, 1), "admission": dep("admission", 1, 1, 1, 1, 1)}
+	cases := []struct {
+		name     string
+		obs      Observation
+		want     map[string]metav1.ConditionStatus
+		availMsg string
+	}{
+		{"all rolled out", Observation{Generation: 3, Wanted: wanted, Deployments: done},
+			map[string]metav1.ConditionStatus{Reconciling: "False", Deployed: "True", Available: "True", DependenciesFulfilled: "True", Ready: "True"}, "rolled out"},
+		{"one missing", Observation{Generation: 3, Wanted: wanted, Deployments: map[string]*appsv1.Deployment{"binder": done["binder"]}},
+			map[string]metav1.ConditionStatus{Reconciling: "False", Deployed: "True", Available: "False", Ready: "False"}, "admission (not found)"},
+		{"new generation not yet observed", Observation{Generation: 3, Wanted: wanted, Deployments: map[string]*appsv1.Deployment{"binder": dep("binder", 3, 2, 1, 1, 1), "admission": done["admission"]}},
+			map[string]metav1.ConditionStatus{Available: "False", Ready: "False"}, "binder"},
+		{"old pod still there", Observation{Generation: 3, Wanted: wanted, Deployments: map[string]*appsv1.Deployment{"binder": dep("binder", 2, 2, 1, 1, 2), "admission": done["admission"]}},
+			map[string]metav1.ConditionStatus{Available: "False", Ready: "False"}, "binder"},
+		{"apply failed", Observation{Generation: 3, ApplyErr: errors.New("boom"), Wanted: wanted, Deployments: done},
+			map[string]metav1.ConditionStatus{Reconciling: "True", Deployed: "False", Available: "False", DependenciesFulfilled: "False", Ready: "False"}, "rolled out"},
+	}
+	reasons := map[string]string{Reconciling: "reconciled", Deployed: "deployed", Available: "available", DependenciesFulfilled: "ready", Ready: "ready"}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Conditions(tc.obs)
+			if len(got) != 5 {
+				t.Fatalf("%d conditions", len(got))
+			}
+			for _, c := range got {
+				if c.ObservedGeneration != 3 || c.Reason != reasons[c.Type] {
+					t.Fatalf("%s: generation %d reason %s", c.Type, c.ObservedGeneration, c.Reason)
+				}
+				if want, ok := tc.want[c.Type]; ok && c.Status != want {
+					t.Fatalf("%s = %s, want %s (%s)", c.Type, c.Status, want, c.Message)
+				}
+				if c.Type == Available && !strings.Contains(c.Message, tc.availMsg) {
+					t.Fatalf("Available message %q lacks %q", c.Message, tc.availMsg)
+				}
+			}
+		})
+	}
+}
+
+func TestMerge(t *testing.T) {
+	first := Conditions(Observation{Generation: 1})
+	merged, changed := Merge(nil, first)
+	if !changed || len(merged) != 5 {
+		t.Fatalf("first merge: changed=%v %d", changed, len(merged))
+	}
+	if _, changed := Merge(merged, Conditions(Observation{Generation: 1})); changed {
+		t.Fatal("the same conditions again changed the status (a reconcile loop)")
+	}
+	next, changed := Merge(merged, Conditions(Observation{Generation: 2}))
+	if !changed || next[0].ObservedGeneration != 2 || !next[0].LastTransitionTime.Equal(&merged[0].LastTransitionTime) {
+		t.Fatalf("a new generation: changed=%v %+v", changed, next[0])
+	}
+}
+
+func TestServingCert(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	c, err := NewServingCert("kai-scheduler", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewServingCert("kai-scheduler", now)
+	cases := []struct {
+		name string
+		cert ServingCert
+		ns   string
+		at   time.Time
+		want bool
+	}{
+		{"fresh", c, "kai-scheduler", now, true},
+		{"another namespace", c, "elsewhere", now, false},
+		{"about to expire", c, "kai-scheduler", now.AddDate(10, 0, -10), false},
+		{"key of another pair", ServingCert{Cert: c.Cert, Key: other.Key, CA: c.CA}, "kai-scheduler", now, false},
+		{"another CA", ServingCert{Cert: c.Cert, Key: c.Key, CA: other.CA}, "kai-scheduler", now, false},
+		{"empty", ServingCert{}, "kai-scheduler", now, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cert.Usable(tc.ns, tc.at); got != tc.want {
+				t.Fatalf("Usable = %v", got)
+			}
+		})
+	}
+	if c.Hash() == other.Hash() || len(c.Hash()) != 16 {
+		t.Fatal("hash does not tell certificates apart")
+	}
+}
