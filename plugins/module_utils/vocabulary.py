@@ -38,6 +38,10 @@ VARIABLES = {
     "pair.pre of meta/kai_releases.yml)",
     "kaiops_rollout_regression_waiver": "{reason, approved_by} when no passing reproduce report "
     "is in the evidence store",
+    "kaiops_rollout_rehearsal_waiver": "{reason, approved_by} to approve without a rollback "
+    "rehearsal of the version pair on record",
+    "kaiops_rollout_rehearsal_group": "a name shared by clusters whose rollback rehearsals count "
+    "for each other (a rehearsal on one approves the others' rollouts of the same pair)",
     # The change window (rollout.yml, rollback.yml).
     "kaiops_rollout_waves": "Ansible serial of the change: clusters per wave, e.g. [1, '25%', "
     "'100%'] (default 1: one cluster at a time); play-level, give it with -e",

@@ -21,7 +21,8 @@ description:
     the KAI version under test (an exact release tag), the acceptance thresholds (type and range,
     p50 not above p95, no unknown names), the rollback target (a Helm revision or a release tag
     other than the KAI version) and the regression evidence - a passing C(reproduce) report for
-    the KAI version in the evidence store, unless a waiver with a reason and an approver is given.
+    the KAI version in the evidence store, unless a waiver with a reason and an approver is given;
+    and, when given, the rehearsal waiver (a reason and an approver).
   - Reads the request first - numeric text is read as the number it says (C(" 300 ") is 300), a
     Helm revision given as text as a number - and returns it so, in the record.
   - A reproduce report counts when C(<evidence_root>/<bundle>/report.json) has C(kind=reproduce),
@@ -66,6 +67,13 @@ options:
     description:
       - Waives the regression evidence; a mapping C({reason, approved_by}), both non-empty text.
         Anything else (a string, a list, a mapping without either) fails the gate.
+    type: raw
+  rehearsal_waiver:
+    description:
+      - Approves the change without a rollback rehearsal of its version pair on record
+        (C(kaiops_rollout_rehearsal_waiver)); a mapping C({reason, approved_by}), both non-empty
+        text, shown in the report. Given, it is judged as the gate C(rehearsal_waiver); anything
+        else than such a mapping fails it and the request is malformed (no cluster is read).
     type: raw
   evidence_root:
     description:
@@ -182,6 +190,7 @@ def argspec():
             "thresholds": {"type": "raw"},
             "rollback_target": {"type": "raw"},
             "regression_waiver": {"type": "raw"},
+            "rehearsal_waiver": {"type": "raw"},
             "evidence_root": {"type": "path"},
             "variables": {"type": "list", "elements": "str", "default": []},
             "stray_extra_vars": {"type": "list", "elements": "str", "default": []},

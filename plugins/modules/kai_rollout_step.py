@@ -75,8 +75,15 @@ options:
     description: C(step), C(task) and C(msg) of a change task that failed.
     type: dict
   rehearsal:
-    description: Record the newest rollback.yml run of the cluster found in the evidence store.
-    type: bool
+    description:
+      - Record the newest rollback rehearsal of the change's version pair found in the evidence
+        store (a rollback.yml run, or a rollout that rolled back after a failed gate, from the
+        target back to the version that ran before, done and verified) and, when every
+        verification gate passed, the approval's gate and step - C(not_approved) without one,
+        unless the request's C(rehearsal_waiver) waives it.
+      - C(group) (C(kaiops_rollout_rehearsal_group)) and C(peers), the inventory's other clusters
+        of that group - a rehearsal on one of them counts too, and is recorded as such.
+    type: dict
   finish:
     description:
       - Decide the cluster; C(started_wall) and C(finished_wall) of the change (epoch seconds).
@@ -157,7 +164,7 @@ def argspec():
             "decision": {"type": "bool"},
             "rollback": {"type": "dict"},
             "error": {"type": "dict"},
-            "rehearsal": {"type": "bool"},
+            "rehearsal": {"type": "dict"},
             "finish": {"type": "dict"},
             "rollback_from": {"type": "dict"},
             "evidence_root": {"type": "path"},

@@ -115,6 +115,18 @@ def junit_failures(bundle):
             ["regression_evidence"],
         ),
         (
+            {"kaiops_rollout_rehearsal_waiver": "yes please"},
+            [],
+            "rehearsal waiver must be a mapping {reason, approved_by}, got a string ('yes please')",
+            ["rehearsal_waiver"],
+        ),
+        (
+            {"kaiops_rollout_rehearsal_waiver": {"reason": "rolled back in staging"}},
+            [],
+            "rehearsal waiver has no approved_by",
+            ["rehearsal_waiver"],
+        ),
+        (
             {},
             ["-e", "kaiops_rollout_owner=bob"],
             "unknown variable kaiops_rollout_owner (did you mean kaiops_change_owner?)",
@@ -149,6 +161,8 @@ def junit_failures(bundle):
         "malformed-version",
         "waiver-string",
         "waiver-no-approver",
+        "rehearsal-waiver-string",
+        "rehearsal-waiver-no-approver",
         "unknown-variable",
         "extra-vars-string",
         "thresholds-string",
@@ -213,8 +227,15 @@ def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
     helm_dir.mkdir()
     (helm_dir / "helm").write_text(FAKE_HELM)
     (helm_dir / "helm").chmod(stat.S_IRWXU)
-    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
-    done, bundle = rollout(tmp_path, {"c1": host}, "--check", path_first=str(helm_dir))
+    host = dict(
+        REQUEST,
+        kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"),
+        kaiops_rollout_rehearsal_waiver={"reason": "unit test", "approved_by": "cab"},
+        kaiops_rollout_rehearsal_group="eu",
+    )
+    # c2 declares the same rehearsal group and is not in this run (--limit): a peer all the same
+    hosts = {"c1": host, "c2": {"kaiops_rollout_rehearsal_group": "eu"}}
+    done, bundle = rollout(tmp_path, hosts, "--check", "--limit", "c1", path_first=str(helm_dir))
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
     assert "Rollout stopped after preflight on c1: every preflight gate passed" in out
@@ -227,8 +248,19 @@ def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
         "approved_by": "pytest",
     }
     assert report["kai_version"] == PATCHED
+    assert report["request"]["rehearsal_waiver"] == {"reason": "unit test", "approved_by": "cab"}
+    assert cluster["change"]["rehearsal_pair"] == {
+        "cluster": "c1",
+        "from": PATCHED,
+        "to": PRE,
+        "group": "eu",
+        "peers": ["c2"],
+    }
     markdown = open(os.path.join(bundle, "report.md")).read()
     assert "| Regression waiver | unit test (approved by pytest) |" in markdown
+    assert "| Rehearsal waiver | unit test (approved by cab) |" in markdown
+    # nothing changed: no approval to judge, the rehearsal line names the pair it looked for
+    assert "Rollback rehearsal for c1: none on record for c1 %s -> %s." % (PATCHED, PRE) in markdown
     steps = {s["step"]: s for s in cluster["steps"]}
     assert steps["snapshot"]["status"] == "done"
     for step in ("baseline", "upgrade", "verify", "decision", "rollback"):

@@ -160,6 +160,22 @@ VERIFY_BAD = gate("verify", "bind_latency_p50", 9, "<= 2", False, "too slow")
 ROLLBACK_OK = gate("rollback", "bind_latency_p50", 1, "<= 2", True)
 ROLLBACK_BAD = gate("rollback", "bind_latency_p50", 9, "<= 2", False, "too slow")
 DONE = {"status": "done"}
+# The change's version pair, and a rehearsal of it (rollout/change.py find_rehearsal cites one).
+BEFORE = {"version": "v0.16.13"}
+REHEARSED = {
+    "bundle": "r1",
+    "cluster": "lab",
+    "from": "v0.16.14",
+    "to": "v0.16.13",
+    "passed": True,
+    "time_to_restore_s": 3.9,
+}
+WAIVER = {"reason": "drill: the interruption is under test", "approved_by": "cab"}
+
+
+def requested(rec, waiver=None):
+    rec["request"] = {"kai_version": "v0.16.14", "rehearsal_waiver": waiver}
+    return rec
 
 
 @pytest.mark.parametrize(
@@ -168,7 +184,42 @@ DONE = {"status": "done"}
         (record(gate("request", "change_owner", "missing", "x", False)), "refused"),
         (record(OK), "proceed"),
         (record(OK, prior={"bundle": "b1"}), "approved"),
-        (record(OK, VERIFY_OK, upgrade=DONE), "approved"),
+        (record(OK, VERIFY_OK, upgrade=DONE), "not_approved"),
+        (
+            requested(record(OK, VERIFY_OK, upgrade=DONE, before=BEFORE, rehearsal=REHEARSED)),
+            "approved",
+        ),
+        (requested(record(OK, VERIFY_OK, upgrade=DONE, before=BEFORE), WAIVER), "approved"),
+        (
+            requested(record(OK, VERIFY_OK, upgrade=DONE, before=BEFORE), {"reason": "x"}),
+            "not_approved",
+        ),
+        (
+            requested(
+                record(
+                    OK,
+                    VERIFY_OK,
+                    upgrade=DONE,
+                    before={"version": "v0.16.12"},
+                    rehearsal=REHEARSED,
+                )
+            ),
+            "not_approved",
+        ),
+        (
+            requested(
+                record(
+                    OK,
+                    VERIFY_OK,
+                    upgrade=DONE,
+                    before=BEFORE,
+                    rehearsal=dict(REHEARSED, passed=False),
+                )
+            ),
+            "not_approved",
+        ),
+        (requested(record(OK, prior={"bundle": "b1"})), "approved"),
+        (requested(record(OK, VERIFY_BAD, upgrade=DONE, rollback=DONE)), "rolled_back"),
         (record(OK, VERIFY_BAD, upgrade=DONE, rollback=DONE), "rolled_back"),
         (record(OK, VERIFY_BAD, ROLLBACK_BAD, upgrade=DONE, rollback=DONE), "rollback_failed"),
         (record(OK, VERIFY_BAD, upgrade=DONE, rollback={"status": "failed"}), "rollback_failed"),
@@ -180,6 +231,61 @@ DONE = {"status": "done"}
 )
 def test_decide(rec, decision):
     assert C.decide(rec) == decision
+
+
+@pytest.mark.parametrize(
+    ("entry", "found"),
+    [
+        (
+            {
+                "decision": "rolled_back",
+                "current_version": "v0.16.14",
+                "change": {
+                    "operation": "rollback",
+                    "before": {"version": "v0.16.13"},
+                    "rollback": {"status": "done", "version": "v0.16.13", "verified": True},
+                },
+            },
+            {"from": "v0.16.14", "to": "v0.16.13", "passed": True, "operation": "rollback.yml"},
+        ),
+        (
+            {
+                "decision": "rolled_back",
+                "current_version": "v0.16.13",
+                "change": {
+                    "before": {"version": "v0.16.13"},
+                    "after": {"version": "v0.16.14+standin"},
+                    "rollback": {"status": "done", "version": "0.16.13", "verified": True},
+                },
+            },
+            {"from": "v0.16.14", "to": "v0.16.13", "passed": True},
+        ),
+        (
+            {
+                "decision": "rollback_failed",
+                "change": {
+                    "before": {"version": "v0.16.13"},
+                    "after": {"version": "v0.16.14"},
+                    "rollback": {"status": "done", "version": "v0.16.12", "verified": False},
+                },
+            },
+            {
+                "to": "v0.16.12",
+                "passed": False,
+                "problem": "decision rollback_failed; its verification did not pass; it runs "
+                "v0.16.12 after it, not the recorded v0.16.13",
+            },
+        ),
+        ({"decision": "approved", "change": {"after": {"version": "v0.16.14"}}}, None),
+    ],
+    ids=["rollback.yml", "rollout-rolled-back", "failed", "no-rollback"],
+)
+def test_rehearsal_of_reads_the_pair_and_the_outcome_of_a_report_entry(entry, found):
+    got = C.rehearsal_of({"kind": "rollout", "clusters": {"lab": entry}}, "lab")
+    if found is None:
+        assert got is None
+    else:
+        assert {k: got[k] for k in found} == found
 
 
 def test_next_action_follows_the_policy_and_never_continues_without_the_target():
@@ -637,12 +743,18 @@ def test_report_of_a_change_has_the_change_boards_part():
         after=AFTER,
         policy={"policy": "rollback", "source": "default"},
     )
+    rec["request"] = {"kai_version": "v0.16.14", "change_owner": "me"}
+    rec = C.add_rehearsal(rec, dict(REHEARSED, time_to_verified_s=15.8, operation="rollback.yml"))
     rec["decision"] = C.decide(rec)
     rec["steps"] = []
     report = R.build({"change_owner": "me"}, {"lab": rec}, "t", "run")
     assert report["decision"] == "approved"
     md = R.render_markdown(report)
-    assert "The target runs and every verification gate passed." in md
+    assert "The target runs, every verification gate passed and the rollback is rehearsed" in md
+    assert (
+        "Rollback rehearsal for lab: [r1](../r1/report.md) (rollback.yml), v0.16.14 -> v0.16.13, "
+        "time to restore 3.9 s, 15.8 s to a passing verification, verified." in md
+    )
     assert (
         "| lab | **APPROVED** | v0.16.13 (rev 40) -> v0.16.14 (rev 41) | me | rollback (default) |"
         in md

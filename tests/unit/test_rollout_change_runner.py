@@ -4,14 +4,18 @@ evidence store's earlier runs and rehearsals, the snapshot folder, restore again
 import json
 
 import pytest
-from conftest import ExitJson
+from conftest import PATCHED, PRE, ExitJson
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
+    build_manifest,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change_runner as CR
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
     find_rollout_runs,
     snapshot_objects,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 
 
 def step(fake_module, **params):
@@ -106,22 +110,266 @@ def test_step_earlier_resumes_from_an_interrupted_run(fake_module, tmp_path):
     assert [r["bundle"] for r in change["interrupted_runs"]] == ["20261201T110000Z-rollout-b"]
 
 
-def test_newest_rehearsal_is_the_newest_rollback_bundle(tmp_path):
-    for name, took in (("20261201T100000Z-rollback-a", 9.0), ("20261201T110000Z-rollback-b", 4.0)):
-        report = {
-            "kind": "rollout",
-            "generated_at": "t",
-            "clusters": {
-                "lab": {
-                    "decision": "rolled_back",
-                    "change": {"rollback": {"time_to_restore_s": took, "verified": True}},
-                }
-            },
-        }
-        bundle(tmp_path, name, report=report)
-    found = CR.newest_rehearsal(str(tmp_path), "lab")
-    assert found["bundle"] == "20261201T110000Z-rollback-b" and found["time_to_restore_s"] == 4.0
-    assert CR.newest_rehearsal(str(tmp_path), "other") is None
+# ---------------------------------------------------------------- rollback rehearsal, approval
+# Fixture bundles: a rollback.yml run (kind rollout, change.operation rollback) or a rollout that
+# rolled back after a failed gate, with the fields the rule reads: the version the rollback
+# started on (rollback.yml: the cluster's current_version; a rollout: change.after), the version
+# it returned to (change.rollback.version) and the one recorded before that change
+# (change.before.version), the rollback's status and verification, the decision.
+
+
+def rehearsal_report(
+    cluster="lab",
+    start=PATCHED,
+    to=PRE,
+    recorded=PRE,
+    decision="rolled_back",
+    status="done",
+    verified=True,
+    took=3.9,
+    by="rollback.yml",
+    group=None,
+):
+    change = {
+        "before": {"version": recorded, "revision": 40},
+        "after": {"version": start, "revision": 41},
+        "rollback": {
+            "status": status,
+            "version": to,
+            "verified": verified,
+            "time_to_restore_s": took,
+            "time_to_verified_s": took + 12,
+        },
+    }
+    entry = {"decision": decision, "current_version": PRE, "change": change}
+    if by == "rollback.yml":
+        change["operation"] = "rollback"
+        change["after"] = {"version": PATCHED, "revision": 41}
+        entry["current_version"] = start
+    if group:
+        change["rehearsal_pair"] = {"group": group}
+    return {
+        "kind": "rollout",
+        "kai_version": PATCHED,
+        "generated_at": "t",
+        "clusters": {cluster: entry},
+    }
+
+
+def sealed(root, name, report, manifest=True):
+    """A complete rollout bundle whose manifest verifies (unless manifest=False)."""
+    folder = bundle(root, name, report=report)
+    if manifest:
+        write(folder / "manifest.sha256", build_manifest(str(folder)))
+    return folder
+
+
+def verified_change(cluster="lab", waiver=None, **change):
+    """The record of a change whose target runs and whose every verification gate passed."""
+    base = {
+        "before": {"version": PRE, "revision": 40, "snapshot": "snapshots/before-change-lab"},
+        "after": {"version": PATCHED, "revision": 41},
+        "upgrade": {"status": "done", "changed": True},
+        "policy": {"policy": "rollback", "source": "default"},
+    }
+    base.update(change)
+    return {
+        "cluster": cluster,
+        "request": {"kai_version": PATCHED, "rehearsal_waiver": waiver},
+        "gates": [gate("verify", "bind_latency_p50", 1, "<= 2", True)],
+        "steps": [{"step": "verify", "status": "done", "reason": "gates passed"}],
+        "evidence": [],
+        "change": base,
+    }
+
+
+def finish_with_rehearsal(fake_module, root, rec, group=None, peers=()):
+    out = step(
+        fake_module,
+        record=rec,
+        cluster=rec["cluster"],
+        rehearsal={"group": group, "peers": list(peers)},
+        evidence_root=str(root),
+    )
+    return step(fake_module, record=out["record"], cluster=rec["cluster"], finish={})
+
+
+def approval_gate(record):
+    return [g for g in record["gates"] if g["gate"] == "rollback_rehearsal"]
+
+
+def test_a_passed_rehearsal_of_the_version_pair_approves_and_is_cited(fake_module, tmp_path):
+    sealed(tmp_path, "20261201T100000Z-rollback-a", rehearsal_report())
+    done = finish_with_rehearsal(fake_module, tmp_path, verified_change())
+    record = done["record"]
+    assert done["decision"] == "approved"
+    cited = record["change"]["rehearsal"]
+    assert cited["bundle"] == "20261201T100000Z-rollback-a"
+    assert (cited["from"], cited["to"], cited["passed"]) == (PATCHED, PRE, True)
+    assert cited["time_to_restore_s"] == 3.9 and cited["operation"] == "rollback.yml"
+    (gate_record,) = approval_gate(record)
+    assert gate_record["passed"] and gate_record["stage"] == "approval"
+    assert "20261201T100000Z-rollback-a: lab %s -> %s" % (PATCHED, PRE) in gate_record["figure"]
+    assert record["steps"][-1]["step"] == "approval"
+    assert "../20261201T100000Z-rollback-a/report.md" in record["evidence"]
+
+
+def test_no_rehearsal_on_record_is_not_approved(fake_module, tmp_path):
+    done = finish_with_rehearsal(fake_module, tmp_path, verified_change())
+    assert done["decision"] == "not_approved"
+    (gate_record,) = approval_gate(done["record"])
+    assert not gate_record["passed"]
+    assert gate_record["message"].startswith("not approved: rollback not rehearsed")
+    assert gate_record["figure"] == "none on record for lab %s -> %s" % (PATCHED, PRE)
+    assert "playbooks/rollback.yml" in gate_record["fix"]
+    assert done["failed_gates"] == ["rollback_rehearsal"]
+    assert done["record"]["change"]["rehearsal"] is None
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        rehearsal_report(to="v0.16.12", recorded="v0.16.12"),  # back to another version
+        rehearsal_report(start="v0.16.15"),  # from another target
+        rehearsal_report(start=PRE, by="rollout"),  # the upgrade never ran the target
+        rehearsal_report(cluster="other"),  # another cluster, no group
+        dict(rehearsal_report(), kind="reproduce"),
+    ],
+    ids=["other-to", "other-from", "upgrade-not-run", "other-cluster", "not-a-rollout"],
+)
+def test_a_rehearsal_of_another_pair_or_cluster_does_not_approve(fake_module, tmp_path, report):
+    sealed(tmp_path, "20261201T100000Z-rollback-a", report)
+    done = finish_with_rehearsal(fake_module, tmp_path, verified_change())
+    assert done["decision"] == "not_approved"
+    assert done["record"]["change"]["rehearsal"] is None
+
+
+@pytest.mark.parametrize(
+    ("report", "manifest", "problem"),
+    [
+        (rehearsal_report(verified=False, decision="rollback_failed"), True, "verification"),
+        (rehearsal_report(status="failed", decision="rollback_failed"), True, "rollback failed"),
+        (rehearsal_report(to="v0.16.12"), True, None),  # other pair: not even considered
+        (rehearsal_report(decision="approved", by="rollout"), True, "decision approved"),
+        (rehearsal_report(), False, "manifest does not verify"),
+    ],
+    ids=["not-verified", "rollback-failed", "other-pair", "not-rolled-back", "no-manifest"],
+)
+def test_a_failed_rehearsal_does_not_approve(fake_module, tmp_path, report, manifest, problem):
+    sealed(tmp_path, "20261201T100000Z-rollback-a", report, manifest=manifest)
+    done = finish_with_rehearsal(fake_module, tmp_path, verified_change())
+    assert done["decision"] == "not_approved"
+    rejected = done["record"]["change"]["rehearsals_rejected"]
+    if problem:
+        assert rejected[0]["bundle"] == "20261201T100000Z-rollback-a"
+        assert problem in rejected[0]["problem"]
+    else:
+        assert rejected == []
+
+
+def test_the_newest_passed_rehearsal_of_the_pair_is_cited(fake_module, tmp_path):
+    sealed(tmp_path, "20261201T100000Z-rollback-a", rehearsal_report(took=9.0))
+    sealed(tmp_path, "20261201T110000Z-rollout-b", rehearsal_report(took=4.0, by="rollout"))
+    sealed(tmp_path, "20261201T120000Z-rollback-c", rehearsal_report(verified=False))
+    sealed(tmp_path, "20261201T130000Z-rollback-d", rehearsal_report(to="v0.16.12"))
+    done = finish_with_rehearsal(fake_module, tmp_path, verified_change())
+    cited = done["record"]["change"]["rehearsal"]
+    assert done["decision"] == "approved"
+    assert cited["bundle"] == "20261201T110000Z-rollout-b" and cited["time_to_restore_s"] == 4.0
+    assert cited["operation"] == "rollout rolled back after a failed gate"
+
+
+def test_the_run_itself_is_no_rehearsal(fake_module, tmp_path):
+    own = sealed(tmp_path, "20261201T100000Z-rollout-a", rehearsal_report(by="rollout"))
+    out = step(
+        fake_module,
+        record=verified_change(),
+        rehearsal={},
+        evidence_root=str(tmp_path),
+        evidence_dir=str(own),
+    )
+    assert out["record"]["change"]["rehearsal"] is None
+    elsewhere = step(
+        fake_module, record=verified_change(), rehearsal={}, evidence_root=str(tmp_path)
+    )
+    assert elsewhere["record"]["change"]["rehearsal"]["bundle"] == "20261201T100000Z-rollout-a"
+
+
+def test_a_rehearsal_on_a_cluster_of_the_same_group_counts_and_says_so(fake_module, tmp_path):
+    sealed(tmp_path, "20261201T100000Z-rollback-a", rehearsal_report(cluster="lab-b"))
+    alone = finish_with_rehearsal(fake_module, tmp_path, verified_change())
+    assert alone["decision"] == "not_approved"
+    done = finish_with_rehearsal(
+        fake_module, tmp_path, verified_change(), group="eu", peers=["lab-b", "lab"]
+    )
+    cited = done["record"]["change"]["rehearsal"]
+    assert done["decision"] == "approved"
+    assert (cited["cluster"], cited["group"]) == ("lab-b", "eu")
+    assert "(group eu)" in approval_gate(done["record"])[0]["figure"]
+    assert done["record"]["change"]["rehearsal_pair"]["peers"] == ["lab-b"]
+
+
+def test_a_rehearsal_recorded_with_the_group_counts_without_the_inventory_naming_it(
+    fake_module, tmp_path
+):
+    sealed(tmp_path, "20261201T100000Z-rollback-a", rehearsal_report(cluster="gone", group="eu"))
+    done = finish_with_rehearsal(fake_module, tmp_path, verified_change(), group="eu")
+    assert done["decision"] == "approved"
+    other = finish_with_rehearsal(fake_module, tmp_path, verified_change(), group="us")
+    assert other["decision"] == "not_approved"
+
+
+def test_the_clusters_own_rehearsal_is_cited_before_a_newer_one_of_its_group(fake_module, tmp_path):
+    sealed(tmp_path, "20261201T100000Z-rollback-a", rehearsal_report())
+    sealed(tmp_path, "20261201T110000Z-rollback-b", rehearsal_report(cluster="lab-b"))
+    done = finish_with_rehearsal(
+        fake_module, tmp_path, verified_change(), group="eu", peers=["lab-b"]
+    )
+    assert done["record"]["change"]["rehearsal"]["bundle"] == "20261201T100000Z-rollback-a"
+    assert "group" not in done["record"]["change"]["rehearsal"]
+
+
+def test_a_rehearsal_waiver_approves_and_is_recorded(fake_module, tmp_path):
+    waiver = {"reason": "drill: the interruption is under test", "approved_by": "cab"}
+    done = finish_with_rehearsal(fake_module, tmp_path, verified_change(waiver=waiver))
+    assert done["decision"] == "approved"
+    assert done["record"]["change"]["rehearsal_waiver"] == waiver
+    (gate_record,) = approval_gate(done["record"])
+    assert gate_record["passed"]
+    assert (
+        gate_record["figure"] == "waived: drill: the interruption is under test (approved by cab)"
+    )
+    assert "approved without a rehearsal on record" in done["record"]["steps"][-1]["reason"]
+
+
+def test_a_repeated_run_on_a_prior_approved_run_stays_approved(fake_module, tmp_path):
+    rec = verified_change(prior={"bundle": "b1", "revision": 41, "version": PATCHED})
+    done = finish_with_rehearsal(fake_module, tmp_path, rec)
+    assert done["decision"] == "approved"
+    assert approval_gate(done["record"]) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "decision"),
+    [
+        (
+            {"rollback": {"status": "done", "verified": True}, "action": "rollback"},
+            "rolled_back",
+        ),
+        ({"upgrade": None}, "proceed"),
+    ],
+    ids=["rolled-back", "check-mode"],
+)
+def test_other_decisions_get_no_approval_gate(fake_module, tmp_path, change, decision):
+    rec = verified_change(**change)
+    if decision == "rolled_back":
+        rec["gates"] = [gate("verify", "bind_latency_p50", 9, "<= 2", False, "too slow")]
+    else:
+        rec["gates"] = []
+    done = finish_with_rehearsal(fake_module, tmp_path, rec)
+    assert done["decision"] == decision
+    assert approval_gate(done["record"]) == []
+    assert done["record"]["change"]["rehearsal_pair"]["to"] == PRE
 
 
 def test_snapshot_folder_resolves_run_relative_then_store_relative(tmp_path):

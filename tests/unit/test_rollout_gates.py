@@ -420,3 +420,28 @@ def test_preflight_refuses_a_split_or_failed_release_with_the_fix():
     kai["helm"] = {"release": "kai-scheduler", "status": "deployed", "app_version": "v0.16.14"}
     gates = {g["gate"]: g for g in G.cluster_gates("lab", {"status": "ok", "kai": kai})}
     assert gates["agreement"]["passed"]
+
+
+def test_the_rehearsal_waiver_is_judged_like_the_regression_waiver_and_kept_as_read():
+    waiver = {"reason": " rolled back in staging ", "approved_by": "cab"}
+    read = normalize_request(request(rehearsal_waiver=waiver))
+    assert read["rehearsal_waiver"] == {"reason": "rolled back in staging", "approved_by": "cab"}
+    gates, _detail = preflight.request_gates(read, find_regression_reports, None)
+    (judged,) = [g for g in gates if g["gate"] == "rehearsal_waiver"]
+    assert judged["passed"] and judged["figure"] == "rolled back in staging (approved by cab)"
+    gates, _detail = judge(request(rehearsal_waiver="yes please"))
+    (judged,) = preflight.failed(gates)
+    assert judged["message"] == (
+        "rehearsal waiver must be a mapping {reason, approved_by}, got a string ('yes please')"
+    )
+    assert "kaiops_rollout_rehearsal_waiver" in judged["fix"]
+    # none given: no gate (an approval without a rehearsal is judged after verification)
+    assert "rehearsal_waiver" not in [g["gate"] for g in judge(request())[0]]
+
+
+def test_a_malformed_rehearsal_waiver_makes_the_request_malformed():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
+
+    gates, detail = judge(request(rehearsal_waiver={"reason": "x"}))
+    record = pipeline.new_record("c1", {}, gates, detail)
+    assert record["request_well_formed"] is False

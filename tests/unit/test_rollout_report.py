@@ -422,3 +422,74 @@ def test_a_latency_gate_shows_its_figure_with_the_unit():
     data = {"c1": {"gates": [gates["bind_latency_p50"], gates["completion_rate"]], "steps": []}}
     text = rollout_report.render_markdown(rollout_report.build(REQUEST, data, "t", "run-1", []))
     assert "| verify | bind_latency_p50 | 0.934 s | <= 2 s (bind_latency_p50_s) | pass |" in text
+
+
+# ---------------------------------------------------------------- approval: a rehearsed rollback
+
+
+def verified_change(waiver=None):
+    """The record of a change whose target runs and every verification gate passed, after the
+    rehearsal step found none on record (rollout/change.py add_rehearsal)."""
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change
+
+    record = {
+        "cluster": "lab",
+        "request": dict(REQUEST, rehearsal_waiver=waiver),
+        "gates": [passing("change_owner"), gate("verify", "completion_rate", 1.0, ">= 1", True)],
+        "steps": [
+            {"step": "verify", "status": "done", "reason": "8 gates passed"},
+            {"step": "rollback", "status": "not_run", "reason": "not needed"},
+        ],
+        "change": {
+            "before": {"version": PRE, "revision": 40},
+            "after": {"version": PATCHED, "revision": 41},
+            "upgrade": {"status": "done", "changed": True},
+        },
+    }
+    record = change.add_rehearsal(record, None)
+    record["decision"] = change.decide(record)
+    return record
+
+
+def test_a_change_without_a_rehearsed_rollback_is_not_approved_everywhere():
+    report = rollout_report.build(REQUEST, {"lab": verified_change()}, "t", "run-1", [])
+    lab = report["clusters"]["lab"]
+    assert report["decision"] == "not_approved" and lab["decision"] == "not_approved"
+    assert lab["reasons"] == [
+        "not approved: rollback not rehearsed (none on record for lab %s -> %s) (fix: rehearse "
+        "the rollback: ansible-playbook playbooks/rollback.yml -e kaiops_rollout_rollback_bundle="
+        "<this run's bundle> (%s back to %s, verified), then run the rollout again; or set "
+        "kaiops_rollout_rehearsal_waiver: {reason: <why>, approved_by: <who>})"
+        % (PATCHED, PRE, PATCHED, PRE)
+    ]
+    assert [s["step"] for s in lab["steps"]] == ["verify", "rollback", "approval"]
+    assert lab["steps"][-1]["reason"].startswith("not approved: rollback not rehearsed")
+    md = rollout_report.render_markdown(report)
+    assert "**Decision: NOT_APPROVED**" in md
+    assert "Not approved because:" in md
+    assert (
+        "Rollback rehearsal for lab: none on record for lab %s -> %s: not approved" % (PATCHED, PRE)
+        in md
+    )
+    assert "| lab | approval | rollback_rehearsal | none on record for lab" in md
+    root = ET.fromstring(rollout_report.render_junit(report))
+    failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["rollback_rehearsal"]
+    # the run takes the worst cluster's decision
+    assert rollout_report.run_decision(["approved", "not_approved"]) == "not_approved"
+    assert rollout_report.run_decision(["not_approved", "rolled_back"]) == "rolled_back"
+
+
+def test_the_rehearsal_waiver_is_shown_with_its_reason_and_approver():
+    waiver = {"reason": "drill: the interruption is under test", "approved_by": "cab"}
+    request = dict(REQUEST, rehearsal_waiver=waiver)
+    report = rollout_report.build(request, {"lab": verified_change(waiver)}, "t", "run-1", [])
+    lab = report["clusters"]["lab"]
+    assert report["decision"] == "approved" and lab["reasons"] == []
+    assert lab["change"]["rehearsal_waiver"] == waiver
+    md = rollout_report.render_markdown(report)
+    assert "| Rehearsal waiver | drill: the interruption is under test (approved by cab) |" in md
+    assert (
+        "Rollback rehearsal for lab: none on record for lab %s -> %s; waived: drill: the "
+        "interruption is under test (approved by cab)." % (PATCHED, PRE) in md
+    )

@@ -16,6 +16,10 @@ earlier run of the same change left (an approved run, an interrupted one), the d
   that approved this change on this cluster (a repeated run then changes nothing) and the runs
   that were interrupted (kept, listed, and resumed from: their snapshot is the state to roll
   back to).
+- ``rehearsal_of``, ``find_rehearsal``, ``rehearsal_gate``: the rollback rehearsal an approval
+  needs - a rollback of this change's version pair (the target back to the version that ran
+  before), done and verified, on record in the evidence store for the cluster or its declared
+  group (``kaiops_rollout_rehearsal_group``), or a waiver ``{reason, approved_by}``.
 - ``decide``: the cluster's decision from its record.
 
 The change window's inventory names (waves, failed-gate policy, probes...) are in the one
@@ -26,8 +30,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import re
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import type_name
 
 OFFICIAL_CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
@@ -223,6 +229,242 @@ def app_version(text):
     return text if text.startswith("v") else "v" + text
 
 
+# ---------------------------------------------------------------- the rollback rehearsal
+
+# The step and the gate (stage ``approval``) that an approval needs: a rehearsed rollback.
+APPROVAL_STEP = "approval"
+APPROVAL_STAGE = "approval"
+REHEARSAL_GATE = "rollback_rehearsal"
+NOT_REHEARSED = "not approved: rollback not rehearsed"
+REHEARSAL_FIX = (
+    "rehearse the rollback: ansible-playbook playbooks/rollback.yml -e "
+    "kaiops_rollout_rollback_bundle=<this run's bundle> (%s back to %s, verified), then run the "
+    "rollout again; or set kaiops_rollout_rehearsal_waiver: {reason: <why>, approved_by: <who>}"
+)
+
+
+def rehearsal_pair(record):
+    """The version pair a rehearsal must have rolled back for this change: from the change's
+    target (``request.kai_version``) to the version that ran before it (``change.before``)."""
+    change = record.get("change") or {}
+    return {
+        "from": app_version((record.get("request") or {}).get("kai_version")),
+        "to": app_version((change.get("before") or {}).get("version")),
+    }
+
+
+def rehearsal_of(report, name):
+    """What the cluster ``name``'s entry of a rollout report.json rehearsed, or None when it has
+    no rollback: ``{cluster, operation, from, to, decision, status, verified, time_to_restore_s,
+    time_to_verified_s, passed, problem}``.
+
+    ``from`` is the version the rollback started on: for ``playbooks/rollback.yml`` what the
+    cluster ran when it began (its ``current_version``), for a rollout that rolled back after a
+    failed gate what its upgrade left running (``change.after``). ``to`` is what runs after the
+    rollback (its ``version``, read from the components), which must be the version recorded
+    before that change. Passed: decision ``rolled_back``, the rollback ``done`` and its
+    verification passed.
+    """
+    entry = ((report or {}).get("clusters") or {}).get(name) or {}
+    change = entry.get("change") or {}
+    rollback = change.get("rollback") or {}
+    if (report or {}).get("kind") != "rollout" or not rollback:
+        return None
+    by_rollback_yml = change.get("operation") == "rollback"
+    start = (
+        entry.get("current_version") or (change.get("after") or {}).get("version")
+        if by_rollback_yml
+        else (change.get("after") or {}).get("version")
+    )
+    out = {
+        "cluster": name,
+        "operation": "rollback.yml"
+        if by_rollback_yml
+        else "rollout rolled back after a failed gate",
+        "from": app_version(start),
+        "to": app_version(rollback.get("version")),
+        "decision": entry.get("decision"),
+        "status": rollback.get("status"),
+        "verified": rollback.get("verified"),
+        "time_to_restore_s": rollback.get("time_to_restore_s"),
+        "time_to_verified_s": rollback.get("time_to_verified_s"),
+        "generated_at": report.get("generated_at"),
+    }
+    recorded = app_version((change.get("before") or {}).get("version"))
+    problems = []
+    if entry.get("decision") != "rolled_back":
+        problems.append("decision %s" % entry.get("decision"))
+    if rollback.get("status") != "done":
+        problems.append("rollback %s" % (rollback.get("status") or "not done"))
+    if rollback.get("verified") is not True:
+        problems.append("its verification did not pass")
+    if recorded and out["to"] != recorded:
+        problems.append("it runs %s after it, not the recorded %s" % (out["to"], recorded))
+    out["passed"] = not problems
+    out["problem"] = "; ".join(problems) or None
+    return out
+
+
+def _members(report, cluster, group, peers):
+    """The clusters of a report that count for ``cluster``: itself first, then the clusters of
+    its declared group (named in the inventory, or recorded with that group)."""
+    names = sorted(report.get("clusters") or {})
+    own = [n for n in names if n == cluster]
+    others = []
+    if group:
+        for name in names:
+            if name == cluster:
+                continue
+            entry = report["clusters"][name] or {}
+            recorded = ((entry.get("change") or {}).get("rehearsal_pair") or {}).get("group")
+            if name in (peers or ()) or recorded == group:
+                others.append(name)
+    return own, others
+
+
+def find_rehearsal(runs, cluster, pair, group=None, peers=()):
+    """The newest passed rehearsal of ``pair`` for the cluster, and the runs of that pair that
+    did not count.
+
+    ``runs``: the rollout bundles of the evidence store, oldest first (``rollout/client.py``
+    ``find_rollout_runs``): a ``playbooks/rollback.yml`` run, or a rollout that rolled back after
+    a failed gate. One on the cluster itself is cited before one on another cluster of its
+    declared ``group`` (``peers``: the inventory's clusters of that group). A bundle counts only
+    when it is complete and its manifest verifies. Returns ``(cited or None, rejected)``; the
+    cited one carries its ``bundle`` and, when it ran on another cluster, the ``group``.
+    """
+    own, grouped, rejected = [], [], []
+    if not pair.get("from") or not pair.get("to"):
+        return None, rejected
+    for run in runs:
+        report = run.get("report") or {}
+        if report.get("kind") != "rollout":
+            continue
+        mine, others = _members(report, cluster, group, peers)
+        for name in mine + others:
+            found = rehearsal_of(report, name)
+            if not found or (found["from"], found["to"]) != (pair["from"], pair["to"]):
+                continue
+            found["bundle"] = run["bundle"]
+            if name != cluster:
+                found["group"] = group
+            if found["passed"] and not run.get("verified"):
+                found["passed"] = False
+                found["problem"] = "bundle status %s or its manifest does not verify" % (
+                    run.get("status"),
+                )
+            if found["passed"]:
+                (own if name == cluster else grouped).append(found)
+            else:
+                rejected.append({k: found[k] for k in ("bundle", "cluster", "problem")})
+    cited = (own or grouped or [None])[-1]
+    return cited, rejected[-5:]
+
+
+def waiver_given(record):
+    """The rehearsal waiver of the request, when it is a valid ``{reason, approved_by}``."""
+    waiver = (record.get("request") or {}).get("rehearsal_waiver")
+    if isinstance(waiver, dict) and all(
+        isinstance(waiver.get(k), str) and waiver[k].strip() for k in ("reason", "approved_by")
+    ):
+        return waiver
+    return None
+
+
+def rehearsed(record):
+    """True when the record cites a passed rehearsal of its own version pair."""
+    found = (record.get("change") or {}).get("rehearsal") or {}
+    pair = rehearsal_pair(record)
+    return bool(
+        found.get("passed")
+        and pair["from"]
+        and (found.get("from"), found.get("to")) == (pair["from"], pair["to"])
+    )
+
+
+def pair_text(cluster, pair):
+    return "%s %s -> %s" % (cluster, pair.get("from") or "-", pair.get("to") or "-")
+
+
+def rehearsal_gate(record):
+    """The approval's gate: a passed rehearsal of the version pair on record, or a waiver."""
+    cluster = record.get("cluster")
+    change = record.get("change") or {}
+    pair = rehearsal_pair(record)
+    found = change.get("rehearsal") or {}
+    waiver = waiver_given(record)
+    threshold = (
+        "a rollback %s -> %s on record, done and verified (the cluster, or its rehearsal group), "
+        "or a waiver {reason, approved_by}" % (pair["from"] or "-", pair["to"] or "-")
+    )
+    if rehearsed(record):
+        figure = "%s: %s%s, time to restore %s s, verified" % (
+            found.get("bundle"),
+            pair_text(found.get("cluster"), found),
+            " (group %s)" % found["group"] if found.get("group") else "",
+            found.get("time_to_restore_s"),
+        )
+        return _gate(REHEARSAL_GATE, figure, threshold, True)
+    if waiver:
+        figure = "waived: %s (approved by %s)" % (waiver["reason"], waiver["approved_by"])
+        return _gate(REHEARSAL_GATE, figure, threshold, True)
+    none = "none on record for %s" % pair_text(cluster, pair)
+    return _gate(
+        REHEARSAL_GATE,
+        none,
+        threshold,
+        False,
+        "%s (%s)" % (NOT_REHEARSED, none),
+        REHEARSAL_FIX % (pair["from"] or "the target", pair["to"] or "the version before"),
+    )
+
+
+def _gate(name, figure, threshold, passed, message="", fix=""):
+    return gate(APPROVAL_STAGE, name, figure, threshold, passed, message, fix)
+
+
+def add_rehearsal(record, cited, rejected=(), group=None, peers=()):
+    """The rehearsal found for the record's version pair (``find_rehearsal``); when the change
+    got as far as an approval (the target runs, every verification gate passed, not a repeated
+    run), the approval's gate and step and the waiver it used. The record is copied."""
+    out = copy.deepcopy(record or {})
+    for key in ("gates", "steps", "evidence"):
+        out.setdefault(key, [])
+    change = out.setdefault("change", {})
+    change["rehearsal_pair"] = dict(
+        rehearsal_pair(out), cluster=out.get("cluster"), group=group or None, peers=list(peers)
+    )
+    change["rehearsal"] = cited
+    change["rehearsals_rejected"] = list(rejected)
+    due = (
+        change.get("operation") != "rollback"
+        and not change.get("prior")
+        and decide(out) in ("approved", "not_approved")
+    )
+    if due:
+        if not rehearsed(out) and waiver_given(out):
+            change["rehearsal_waiver"] = waiver_given(out)
+        out["gates"].append(rehearsal_gate(out))
+        out["steps"].append(approval_step(out))
+        if rehearsed(out):
+            out["evidence"].append("../%s/report.md" % cited["bundle"])
+    if "decision" in out:
+        out["decision"] = decide(out)
+    return out
+
+
+def approval_step(record):
+    """The approval step: what the approval rests on, or why the change is not approved."""
+    gate_record = rehearsal_gate(record)
+    if gate_record["passed"]:
+        reason = "approved on the rollback rehearsal %s" % gate_record["figure"]
+        if gate_record["figure"].startswith("waived"):
+            reason = "approved without a rehearsal on record: %s" % gate_record["figure"]
+    else:
+        reason = gate_record["message"]
+    return {"step": APPROVAL_STEP, "status": "done", "reason": reason}
+
+
 # ---------------------------------------------------------------- decision
 
 PREFLIGHT_STAGES = ("request", "cluster", "snapshot", "governance")
@@ -230,6 +472,7 @@ DECISIONS = (
     "refused",
     "proceed",
     "approved",
+    "not_approved",
     "rolled_back",
     "rollback_failed",
     "paused",
@@ -247,8 +490,11 @@ def decide(record):
 
     - ``refused``: a gate of the request or the preflight failed (nothing changed);
     - ``proceed``: preflight passed and no change step ran (``--check``, or the run stopped);
-    - ``approved``: the target runs and every verification gate passed (in this run, or in the
-      earlier run this one stands on);
+    - ``approved``: the target runs, every verification gate passed and a rollback rehearsal of
+      the version pair is on record (``change.rehearsal``) or waived (``request.rehearsal_waiver``);
+      or the earlier approved run this one stands on;
+    - ``not_approved``: the target runs and every verification gate passed, but no rollback of
+      the version pair was rehearsed and nothing waives it;
     - on a failed verification gate or a failed upgrade, by the policy: ``rolled_back`` (the
       rollback's verification passed), ``rollback_failed``, ``paused``, ``continued``;
     - ``failed``: a change step failed and nothing decided it.
@@ -264,7 +510,7 @@ def decide(record):
     verify_failed = failed_in(gates, ("upgrade", "verify"))
     verified = any(g.get("stage") == "verify" for g in gates)
     if not verify_failed and verified and not change.get("error"):
-        return "approved"
+        return "approved" if rehearsed(record) or waiver_given(record) else "not_approved"
     rollback = change.get("rollback") or {}
     policy = (change.get("policy") or {}).get("policy") or "rollback"
     if rollback:

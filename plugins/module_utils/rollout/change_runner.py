@@ -8,7 +8,8 @@ exits. Each module takes the cluster's rollout record and returns it with its ad
 - ``run_rollout_step``: additions that read no cluster - the failed-gate policy and waves, the
   earlier runs of the change in the evidence store, the state before the change, a skip, the
   upgrade's or rollback's result, the decision after verification, the rollback's restoration,
-  a failed task, the newest rollback rehearsal.
+  a failed task, the rollback rehearsal of the change's version pair (and the approval it
+  decides: ``rollout/change.py``).
 - ``run_rollout_verify``: the probes of one verification (``baseline``, ``verify``, ``rollback``)
   in a namespace of the run's own, watched from the controller; figures from watch timestamps.
 - ``run_rollout_restore``: ``read`` KAI's configuration objects (their resourceVersions), or
@@ -127,9 +128,12 @@ def run_rollout_step(module, wall=time.time):
             record, value.get("step") or "upgrade", value.get("task"), value.get("msg")
         )
     elif what == "rehearsal":
-        record.setdefault("change", {})["rehearsal"] = newest_rehearsal(
-            option_path(params.get("evidence_root")), cluster, params.get("evidence_dir")
-        )
+        root = option_path(params.get("evidence_root"))
+        runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
+        group = str(value.get("group") or "").strip() or None
+        peers = sorted({str(p) for p in value.get("peers") or [] if p and p != cluster})
+        cited, rejected = C.find_rehearsal(runs, cluster, C.rehearsal_pair(record), group, peers)
+        record = C.add_rehearsal(record, cited, rejected, group, peers)
     elif what == "rollback_from":
         root = option_path(params.get("evidence_root"))
         given = value.get("bundle") or ""
@@ -155,33 +159,6 @@ def run_rollout_step(module, wall=time.time):
             if change.get("started_wall") and change.get("finished_wall"):
                 change["duration_s"] = round(change["finished_wall"] - change["started_wall"], 1)
     _exit(module, record, changed=False)
-
-
-def newest_rehearsal(root, cluster, exclude=None):
-    """The newest rollback.yml run for the cluster in the evidence store, or None."""
-    if not root or not os.path.isdir(root):
-        return None
-    found = None
-    for name in sorted(os.listdir(root)):
-        bundle = os.path.join(root, name)
-        if os.path.islink(bundle) or not os.path.isdir(bundle) or "-rollback-" not in name:
-            continue
-        if exclude and os.path.realpath(bundle) == os.path.realpath(exclude):
-            continue
-        report = read_report(os.path.join(bundle, "report.json")) or {}
-        entry = (report.get("clusters") or {}).get(cluster)
-        if report.get("kind") != "rollout" or not entry:
-            continue
-        rollback = (entry.get("change") or {}).get("rollback") or {}
-        found = {
-            "bundle": name,
-            "decision": entry.get("decision"),
-            "time_to_restore_s": rollback.get("time_to_restore_s"),
-            "time_to_verified_s": rollback.get("time_to_verified_s"),
-            "verified": rollback.get("verified"),
-            "generated_at": report.get("generated_at"),
-        }
-    return found
 
 
 # ---------------------------------------------------------------- kai_rollout_verify

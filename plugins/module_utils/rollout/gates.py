@@ -11,8 +11,9 @@ the role and the playbooks never build one.
 - ``REQUEST_GATES``: the change request itself (stage ``request``), judged on the controller
   before any cluster is read: the variables, the change owner, the KAI version under test, the
   thresholds (one gate each, from the vocabulary's table), the rollback target, the regression
-  evidence or its waiver, over the request as ``rollout/request.py`` read it (numbers from
-  numeric text, the waiver as a mapping); what cannot be read is a problem of its gate.
+  evidence or its waiver, the rehearsal waiver when one is given, over the request as
+  ``rollout/request.py`` read it (numbers from numeric text, each waiver as a mapping); what
+  cannot be read is a problem of its gate.
 - ``CLUSTER_GATES``: what the read-only inventory of one cluster says (stage ``cluster``):
   reachable, a KAI Helm release, the current version, the rollback target recorded.
 - ``snapshot_gate`` and ``failure_gate``: the snapshot taken, and a task that failed.
@@ -341,6 +342,32 @@ def regression_gate(req, passing, considered, evidence_root):
     ), {"considered": considered, "root": evidence_root}
 
 
+REHEARSAL_WAIVER_FIX = (
+    "give kaiops_rollout_rehearsal_waiver: {reason: <why>, approved_by: <who>} or remove it"
+)
+
+
+def rehearsal_waiver_gate(req):
+    """The rehearsal waiver, judged like the regression waiver, when one is given (None when not):
+    a valid one lets the change be approved without a rollback rehearsal on record
+    (``rollout/change.py``); a malformed one is a malformed request (no cluster is read)."""
+    given = req.get("rehearsal_waiver")
+    if given in (None, "", {}):
+        return None
+    waiver, problem = read_waiver(given, "rehearsal waiver")
+    return gate(
+        "request",
+        "rehearsal_waiver",
+        "%s (approved by %s)" % (waiver["reason"], waiver["approved_by"])
+        if waiver
+        else INVALID_WAIVER,
+        "{reason, approved_by}: approves without a rollback rehearsal on record",
+        problem is None,
+        problem or "",
+        REHEARSAL_WAIVER_FIX if problem else "",
+    )
+
+
 def request_gates(req, find_reports, evidence_root):
     """Every gate of the change request in a fixed order, and the regression details.
 
@@ -355,6 +382,9 @@ def request_gates(req, find_reports, evidence_root):
             passing, considered = find_reports(evidence_root, req["kai_version"])
     regression, detail = regression_gate(req, passing, considered, evidence_root)
     gates.append(regression)
+    waiver = rehearsal_waiver_gate(req)
+    if waiver:
+        gates.append(waiver)
     return gates, detail
 
 

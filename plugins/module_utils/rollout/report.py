@@ -24,7 +24,10 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_line
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (
+    APPROVAL_STAGE,
+    APPROVAL_STEP,
     DECISIONS,
+    pair_text,
     policy_text,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
@@ -40,6 +43,7 @@ SCHEMA = "kaiops.report/v1"
 RUN_EVIDENCE = ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"]
 # Steps in the order the rollout runs them; a step outside the pipeline (no record) comes first.
 STEP_ORDER = {s["step"]: n for n, s in enumerate(STAGES)}
+STEP_ORDER[APPROVAL_STEP] = len(STAGES)  # what the approval rests on, last (rollout/change.py)
 # A failed change step decides as a failed gate does (a helm upgrade cut off); a preflight step
 # that failed has its gate already (or, governance, reports only).
 DECIDING_STEPS = frozenset(s["step"] for s in STAGES if s["operation"] == "change")
@@ -63,6 +67,7 @@ SEVERITY = (
     "failed",
     "rolled_back",
     "paused",
+    "not_approved",
     "proceed",
     "continued",
     "approved",
@@ -282,6 +287,7 @@ def render_markdown(report):
         "| KAI version under test | %s |" % _cell(req.get("kai_version")),
         "| Rollback target | %s |" % _cell(req.get("rollback_target")),
         "| Regression waiver | %s |" % _cell(waiver_text(req.get("regression_waiver"))),
+        "| Rehearsal waiver | %s |" % _cell(waiver_text(req.get("rehearsal_waiver"))),
         "| Clusters | %s |" % _cell(sorted(report["clusters"])),
         "",
         "Thresholds:",
@@ -308,7 +314,12 @@ def render_markdown(report):
             "",
         ]
         if cluster["reasons"]:
-            lines += ["Refused because:", ""] + ["- %s" % r for r in cluster["reasons"]] + [""]
+            because = (
+                "Not approved because:"
+                if cluster["decision"] == "not_approved"
+                else "Refused because:"
+            )
+            lines += [because, ""] + ["- %s" % r for r in cluster["reasons"]] + [""]
         lines += ["| Stage | Gate | Figure | Threshold | Result |", "|---|---|---|---|---|"]
         for g in cluster["gates"]:
             lines.append(
@@ -414,7 +425,10 @@ def render_junit(report):
 # ---------------------------------------------------------------- the change board's summary
 
 DECISION_TEXT = {
-    "approved": "the target runs and every verification gate passed",
+    "approved": "the target runs, every verification gate passed and the rollback is rehearsed "
+    "(or waived)",
+    "not_approved": "the target runs and every verification gate passed, but no rollback of this "
+    "version pair was rehearsed: not approved",
     "rolled_back": "a gate failed; rolled back to the recorded revision and verified there",
     "rollback_failed": "a gate failed and the rollback did not end verified: act now",
     "paused": "a gate failed; stopped as the policy says, nothing undone",
@@ -434,6 +448,42 @@ DOWNGRADE_TEXT = {
     "reinstall": "helm uninstall and install of the recorded chart version",
     "none": "nothing to do, it already ran",
 }
+
+
+def rehearsal_line(name, change, decision):
+    """The rollback rehearsal an approval rests on: the bundle, the version pair, its time to
+    restore, verified; or none on record for the pair (not approved), or the waiver."""
+    pair = change.get("rehearsal_pair") or {}
+    found = change.get("rehearsal")
+    head = "Rollback rehearsal for %s: " % name
+    if found:
+        where = found.get("operation") or "rollback"
+        if found.get("group"):
+            where += ", on %s of rehearsal group %s" % (found.get("cluster"), found["group"])
+        return (
+            head
+            + "[%s](../%s/report.md) (%s), %s -> %s, time to restore %s, %s to a "
+            % (
+                found.get("bundle"),
+                found.get("bundle"),
+                where,
+                found.get("from") or "-",
+                found.get("to") or "-",
+                _fmt_s(found.get("time_to_restore_s")),
+                _fmt_s(found.get("time_to_verified_s")),
+            )
+            + "passing verification, verified."
+        )
+    none = "none on record for %s" % pair_text(pair.get("cluster") or name, pair)
+    waiver = change.get("rehearsal_waiver")
+    if waiver:
+        return head + "%s; waived: %s." % (none, waiver_text(waiver))
+    if decision == "not_approved":
+        return head + (
+            "%s: not approved (rehearse it: playbooks/rollback.yml from this run's bundle, then "
+            "roll out again; or kaiops_rollout_rehearsal_waiver)." % none
+        )
+    return head + none + "."
 
 
 def _changed(cluster):
@@ -513,7 +563,13 @@ def change_board(report):
     ]
     for name, c in sorted(clusters.items()):
         for g in c["gates"]:
-            if g.get("stage") not in ("upgrade", "verify", "rollback", "governance"):
+            if g.get("stage") not in (
+                "upgrade",
+                "verify",
+                "rollback",
+                "governance",
+                APPROVAL_STAGE,
+            ):
                 continue
             link = g.get("evidence")
             lines.append(
@@ -613,27 +669,8 @@ def change_board(report):
             ]
             for item in summary.get("not_restored_objects") or []:
                 lines.append("  - %s" % _cell(item))
-        rehearsal = change.get("rehearsal")
-        if rehearsal:
-            lines += [
-                "",
-                "Rollback rehearsal (newest rollback.yml run for %s): %s, time to restore %s, "
-                "verification %s ([%s](%s))"
-                % (
-                    name,
-                    rehearsal.get("decision"),
-                    _fmt_s(rehearsal.get("time_to_restore_s")),
-                    rehearsal.get("verified"),
-                    rehearsal.get("bundle"),
-                    "../%s/report.md" % rehearsal.get("bundle"),
-                ),
-            ]
-        elif "rehearsal" in change:
-            lines += [
-                "",
-                "Rollback rehearsal: none found in the evidence store for %s "
-                "(run playbooks/rollback.yml)." % name,
-            ]
+        if "rehearsal" in change:
+            lines += ["", rehearsal_line(name, change, c["decision"])]
         interrupted = change.get("interrupted_runs") or []
         if interrupted:
             lines += ["", "Interrupted runs of this change, kept as they are:"]

@@ -4,8 +4,8 @@
 """The change request as the rollout reads it, before any gate judges it. Pure.
 
 ``normalize_request`` strips text, reads numbers from numeric text (``" 300 "`` is 300, as ``-e``
-gives it), a Helm revision given as text as a number, and the waiver as a mapping
-``{reason, approved_by}``; what it cannot read it keeps as given, for the gate to say why
+gives it), a Helm revision given as text as a number, and each waiver (regression, rehearsal) as a
+mapping ``{reason, approved_by}``; what it cannot read it keeps as given, for the gate to say why
 (``rollout/gates.py``). ``read_threshold`` and ``read_waiver`` are the rules the gates use.
 """
 
@@ -42,13 +42,15 @@ def read_threshold(name, value):
     return number, None
 
 
-def read_waiver(waiver):
-    """(waiver {reason, approved_by} or None, problem or None)."""
+def read_waiver(waiver, what="regression waiver"):
+    """(waiver {reason, approved_by} or None, problem or None); ``what`` names it in a problem
+    (the regression waiver, the rehearsal waiver)."""
     if waiver in (None, "", {}):
         return None, None
     if not isinstance(waiver, dict):
-        return None, "regression waiver must be a mapping {reason, approved_by}, got %s" % (
-            type_name(waiver)
+        return None, "%s must be a mapping {reason, approved_by}, got %s" % (
+            what,
+            type_name(waiver),
         )
     out, missing = {}, []
     for field in ("reason", "approved_by"):
@@ -59,12 +61,14 @@ def read_waiver(waiver):
             out[field] = value.strip()
     unknown = sorted(set(waiver) - {"reason", "approved_by"})
     if missing:
-        return None, "regression waiver has no %s (both reason and approved_by are needed)" % (
-            " and no ".join(missing)
+        return None, "%s has no %s (both reason and approved_by are needed)" % (
+            what,
+            " and no ".join(missing),
         )
     if unknown:
-        return None, "regression waiver has unknown keys %s (only reason and approved_by)" % (
-            ", ".join(unknown)
+        return None, "%s has unknown keys %s (only reason and approved_by)" % (
+            what,
+            ", ".join(unknown),
         )
     return out, None
 
@@ -80,8 +84,9 @@ def normalize_request(raw):
     """The change request as the report records it: text stripped, numbers as numbers.
 
     ``raw``: change_owner, kai_version, thresholds, rollback_target, regression_waiver,
-    variables (the kaiops_* names set for the host), stray_extra_vars. Values that cannot be
-    read are kept as given; their gates say why.
+    rehearsal_waiver (approves without a rollback rehearsal on record), variables (the kaiops_*
+    names set for the host), stray_extra_vars. Values that cannot be read are kept as given;
+    their gates say why.
     """
     owner = raw.get("change_owner")
     thresholds = raw.get("thresholds")
@@ -91,12 +96,16 @@ def normalize_request(raw):
             for name, value in thresholds.items()
         }
     waiver, _problem = read_waiver(raw.get("regression_waiver"))
+    rehearsal_waiver, _problem = read_waiver(raw.get("rehearsal_waiver"), "rehearsal waiver")
     return {
         "change_owner": owner.strip() if isinstance(owner, str) else owner,
         "kai_version": raw.get("kai_version"),
         "thresholds": thresholds,
         "rollback_target": read_rollback(raw.get("rollback_target")),
         "regression_waiver": waiver if waiver else raw.get("regression_waiver") or None,
+        "rehearsal_waiver": rehearsal_waiver
+        if rehearsal_waiver
+        else raw.get("rehearsal_waiver") or None,
         "variables": sorted(raw.get("variables") or []),
         "stray_extra_vars": list(raw.get("stray_extra_vars") or []),
     }
