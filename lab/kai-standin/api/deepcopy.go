@@ -19,6 +19,33 @@ func copyResources(in corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
+func copyExplanations(in []UnschedulableExplanation) []UnschedulableExplanation {
+	if in == nil {
+		return nil
+	}
+	out := make([]UnschedulableExplanation, len(in))
+	for i, e := range in {
+		out[i] = UnschedulableExplanation{Reason: e.Reason, Message: e.Message}
+		if e.Details == nil {
+			continue
+		}
+		out[i].Details = &UnschedulableExplanationDetails{}
+		if q := e.Details.QueueDetails; q != nil {
+			out[i].Details.QueueDetails = &QuotaDetails{
+				Name:                                     q.Name,
+				QueueRequestedResources:                  copyResources(q.QueueRequestedResources),
+				QueueDeservedResources:                   copyResources(q.QueueDeservedResources),
+				QueueAllocatedNonPreemptibleResources:    copyResources(q.QueueAllocatedNonPreemptibleResources),
+				PodGroupRequestedResources:               copyResources(q.PodGroupRequestedResources),
+				PodGroupRequestedNonPreemptibleResources: copyResources(q.PodGroupRequestedNonPreemptibleResources),
+				QueueAllocatedResources:                  copyResources(q.QueueAllocatedResources),
+				QueueResourceLimits:                      copyResources(q.QueueResourceLimits),
+			}
+		}
+	}
+	return out
+}
+
 func copyFloat(in *float64) *float64 {
 	if in == nil {
 		return nil
@@ -85,6 +112,7 @@ func (in *PodGroup) DeepCopyInto(out *PodGroup) {
 		for i, c := range in.Status.SchedulingConditions {
 			out.Status.SchedulingConditions[i] = c
 			c.LastTransitionTime.DeepCopyInto(&out.Status.SchedulingConditions[i].LastTransitionTime)
+			out.Status.SchedulingConditions[i].Reasons = copyExplanations(c.Reasons)
 		}
 	}
 	out.Status.ResourcesStatus = ResourcesStatus{

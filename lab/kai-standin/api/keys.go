@@ -36,8 +36,10 @@ const (
 	ResourceTypeFraction = "Fraction"
 	ResourceTypeRegular  = "Regular"
 
-	// SchedulingCondition type and reasons on a PodGroup.
+	// SchedulingCondition type and reasons on a PodGroup: the condition's reason is always
+	// Unschedulable, the specific one is in its reasons[] and its message's prefix.
 	CondUnschedulableOnNodePool = "UnschedulableOnNodePool"
+	ReasonUnschedulable         = "Unschedulable"
 	ReasonQueueDoesNotExist     = "QueueDoesNotExist"
 	ReasonOverLimit             = "OverLimit"
 )

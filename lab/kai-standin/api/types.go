@@ -82,6 +82,31 @@ type SchedulingCondition struct {
 	TransitionID       string                 `json:"transitionID,omitempty"`
 	LastTransitionTime metav1.Time            `json:"lastTransitionTime,omitempty"`
 	Status             corev1.ConditionStatus `json:"status,omitempty"`
+	// Reasons: the specific reasons (QueueDoesNotExist, OverLimit); Reason is always
+	// Unschedulable and Message starts with "<reason>: ".
+	Reasons []UnschedulableExplanation `json:"reasons,omitempty"`
+}
+
+type UnschedulableExplanation struct {
+	Reason  string                           `json:"reason,omitempty"`
+	Message string                           `json:"message,omitempty"`
+	Details *UnschedulableExplanationDetails `json:"details,omitempty"`
+}
+
+type UnschedulableExplanationDetails struct {
+	QueueDetails *QuotaDetails `json:"queueDetails,omitempty"`
+}
+
+// QuotaDetails: the queue's figures when a pod group was held back (GPUs only here).
+type QuotaDetails struct {
+	Name                                     string              `json:"name,omitempty"`
+	QueueRequestedResources                  corev1.ResourceList `json:"queueRequestedResources,omitempty"`
+	QueueDeservedResources                   corev1.ResourceList `json:"queueDeservedResources,omitempty"`
+	QueueAllocatedNonPreemptibleResources    corev1.ResourceList `json:"queueAllocatedNonPreemptibleResources,omitempty"`
+	PodGroupRequestedResources               corev1.ResourceList `json:"podGroupRequestedResources,omitempty"`
+	PodGroupRequestedNonPreemptibleResources corev1.ResourceList `json:"podGroupRequestedNonPreemptibleResources,omitempty"`
+	QueueAllocatedResources                  corev1.ResourceList `json:"queueAllocatedResources,omitempty"`
+	QueueResourceLimits                      corev1.ResourceList `json:"queueResourceLimits,omitempty"`
 }
 
 type ResourcesStatus struct {

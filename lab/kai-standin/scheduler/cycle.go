@@ -92,7 +92,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 			g.Waiting, g.Exist, g.NGated)
 	}
 	for _, b := range plan.Blocked {
-		s.setCondition(ctx, b.PodGroup, b.Reason, b.Message)
+		s.setCondition(ctx, b)
 	}
 	for _, d := range plan.Decisions {
 		s.bind(ctx, d)
@@ -257,19 +257,24 @@ func (s *Scheduler) withoutPoolConditions(pg *api.PodGroup) ([]api.SchedulingCon
 	return kept, changed
 }
 
-func (s *Scheduler) setCondition(ctx context.Context, pg *api.PodGroup, reason, msg string) {
+// setCondition writes KAI's condition for a blocked PodGroup: reason Unschedulable, the
+// message "<reason>: <message>." and the structured reasons[]; unchanged, it is left alone.
+func (s *Scheduler) setCondition(ctx context.Context, b Blocked) {
+	pg := b.PodGroup
+	msg := fmt.Sprintf("%s: %s.", b.Reason, b.Message)
 	for _, c := range pg.Status.SchedulingConditions {
-		if c.Type == api.CondUnschedulableOnNodePool && c.NodePool == s.Cfg.NodePool() && c.Reason == reason && c.Message == msg {
+		if c.Type == api.CondUnschedulableOnNodePool && c.NodePool == s.Cfg.NodePool() && c.Reason == api.ReasonUnschedulable && c.Message == msg {
 			return
 		}
 	}
 	kept, _ := s.withoutPoolConditions(pg)
 	kept = append(kept, api.SchedulingCondition{
-		Type: api.CondUnschedulableOnNodePool, NodePool: s.Cfg.NodePool(), Reason: reason, Message: msg,
+		Type: api.CondUnschedulableOnNodePool, NodePool: s.Cfg.NodePool(), Reason: api.ReasonUnschedulable, Message: msg,
 		Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.Now()),
 		TransitionID: fmt.Sprint(len(pg.Status.SchedulingConditions)),
+		Reasons:      []api.UnschedulableExplanation{{Reason: b.Reason, Message: b.Message, Details: b.Details}},
 	})
-	s.Log.Info("PodGroup cannot be scheduled", "namespace", pg.Namespace, "podGroup", pg.Name, "reason", reason, "message", msg)
+	s.Log.Info("PodGroup cannot be scheduled", "namespace", pg.Namespace, "podGroup", pg.Name, "reason", b.Reason, "message", msg)
 	s.patchConditions(ctx, pg, kept)
 }
 

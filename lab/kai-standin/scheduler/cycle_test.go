@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,8 @@ func TestCycleConditionsAndGates(t *testing.T) {
 	pg := &api.PodGroup{}
 	_ = c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "pg-b"}, pg)
 	conds := pg.Status.SchedulingConditions
-	if len(conds) != 1 || conds[0].Type != api.CondUnschedulableOnNodePool || conds[0].Reason != api.ReasonQueueDoesNotExist {
+	if len(conds) != 1 || conds[0].Type != api.CondUnschedulableOnNodePool || conds[0].Reason != api.ReasonUnschedulable ||
+		len(conds[0].Reasons) != 1 || conds[0].Reasons[0].Reason != api.ReasonQueueDoesNotExist {
 		t.Fatalf("conditions = %+v", conds)
 	}
 	ev := drain(rec)
@@ -145,6 +147,55 @@ func TestCycleConditionsAndGates(t *testing.T) {
 	ev = drain(rec)
 	if len(ev) != 2 || !strings.HasPrefix(ev[0], "Normal NotReady") || ev[1] != "Normal Scheduled Successfully assigned pod ns/b to node n1 at node-pool default" {
 		t.Fatalf("events = %q", ev)
+	}
+}
+
+// TestCycleUnschedulableCondition: the condition as KAI writes it (kai-contract.md §14),
+// read back as JSON from the PodGroup's status.
+func TestCycleUnschedulableCondition(t *testing.T) {
+	cases := []struct {
+		name    string
+		queues  []api.Queue
+		pgQueue string
+		want    string
+	}{
+		{"queue missing", []api.Queue{queue("q", nil)}, "x", `{"type":"UnschedulableOnNodePool","nodePool":"default",` +
+			`"reason":"Unschedulable","message":"QueueDoesNotExist: Queue 'x' does not exist.",` +
+			`"reasons":[{"reason":"QueueDoesNotExist","message":"Queue 'x' does not exist"}]}`},
+		{"zero limit", []api.Queue{queue("zero", ptr(0))}, "zero", `{"type":"UnschedulableOnNodePool","nodePool":"default",` +
+			`"reason":"Unschedulable","message":"OverLimit: zero quota has reached the allowable limit of GPUs. ` +
+			`Limit is 0 GPUs, currently 0 GPUs allocated and workload requested 0.5 GPUs.",` +
+			`"reasons":[{"reason":"OverLimit","message":"zero quota has reached the allowable limit of GPUs. ` +
+			`Limit is 0 GPUs, currently 0 GPUs allocated and workload requested 0.5 GPUs",` +
+			`"details":{"queueDetails":{"name":"zero","podGroupRequestedResources":{"nvidia.com/gpu":"500m"},` +
+			`"queueAllocatedResources":{"nvidia.com/gpu":"0"},"queueResourceLimits":{"nvidia.com/gpu":"0"}}}}]}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := []corev1.Pod{frac("b", 1, "0.5")}
+			s, c, _ := newScheduler(objects([]corev1.Node{gpuNode("n1", 2, nil)}, pods, pgFor(pods, tc.pgQueue), tc.queues)...)
+			ctx := context.Background()
+			for i := 0; i < 2; i++ { // the second cycle leaves the condition as it is
+				if err := s.Cycle(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pg := &api.PodGroup{}
+			_ = c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "pg-b"}, pg)
+			if len(pg.Status.SchedulingConditions) != 1 {
+				t.Fatalf("conditions = %+v", pg.Status.SchedulingConditions)
+			}
+			cond := pg.Status.SchedulingConditions[0]
+			if cond.Status != corev1.ConditionTrue || cond.TransitionID != "0" || !cond.LastTransitionTime.Equal(&metav1.Time{Time: epoch.Add(time.Hour)}) {
+				t.Fatalf("status %q transitionID %q at %v", cond.Status, cond.TransitionID, cond.LastTransitionTime)
+			}
+			cond.Status, cond.TransitionID, cond.LastTransitionTime = "", "", metav1.Time{}
+			raw, _ := json.Marshal(cond)
+			got := strings.Replace(string(raw), `"lastTransitionTime":null,`, "", 1)
+			if got != tc.want {
+				t.Fatalf("condition\n%s\nwant\n%s", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,11 +53,13 @@ type Decision struct {
 	BindRequest *api.BindRequest
 }
 
-// Blocked is a PodGroup the queue checks stopped.
+// Blocked is a PodGroup the queue checks stopped: KAI's specific reason (QueueDoesNotExist,
+// OverLimit), its message and, for a queue's limit, the queue's figures.
 type Blocked struct {
 	PodGroup *api.PodGroup
 	Reason   string
 	Message  string
+	Details  *api.UnschedulableExplanationDetails
 }
 
 // Gated is a PodGroup with pods held by scheduling gates.
@@ -363,20 +367,46 @@ func queueLimit(q *api.Queue) float64 {
 	return *q.Spec.Resources.GPU.Limit
 }
 
-func (p *planner) overLimit(q *api.Queue, demand float64) (bool, string) {
+// overLimit is KAI's limit check on GPUs: the message KAI writes and the queue's figures.
+func (p *planner) overLimit(q *api.Queue, demand float64) *Blocked {
 	limit := queueLimit(q)
 	if limit < 0 {
-		return false, ""
+		return nil
 	}
 	used := p.queueUse[q.Name]
-	if used+demand > limit+eps {
-		return true, fmt.Sprintf("queue %s would exceed its GPU limit: requested %s, allocated %s, limit %s",
-			q.Name, trim(demand), trim(used), trim(limit))
+	if used+demand <= limit+eps {
+		return nil
 	}
-	return false, ""
+	details := &api.QuotaDetails{
+		Name:                       q.Name,
+		QueueResourceLimits:        gpuList(limit),
+		QueueAllocatedResources:    gpuList(used),
+		PodGroupRequestedResources: gpuList(demand),
+	}
+	if r := q.Spec.Resources; r != nil && r.GPU != nil && r.GPU.Quota != nil && *r.GPU.Quota >= 0 {
+		details.QueueDeservedResources = gpuList(*r.GPU.Quota)
+	}
+	return &Blocked{
+		Reason: api.ReasonOverLimit,
+		Message: fmt.Sprintf("%s quota has reached the allowable limit of GPUs. "+
+			"Limit is %s GPUs, currently %s GPUs allocated and workload requested %s GPUs",
+			q.Name, humanize(limit), humanize(used), humanize(demand)),
+		Details: &api.UnschedulableExplanationDetails{QueueDetails: details},
+	}
 }
 
-func trim(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+// humanize writes a figure as KAI's messages do: at most three decimals, no trailing zeros.
+func humanize(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 3, 64)
+	for strings.HasSuffix(s, "0") {
+		s = s[:len(s)-1]
+	}
+	return strings.TrimSuffix(s, ".")
+}
+
+func gpuList(gpus float64) corev1.ResourceList {
+	return corev1.ResourceList{api.ResourceGPU: *resource.NewMilliQuantity(int64(math.Round(gpus*1000)), resource.DecimalSI)}
+}
 
 type placement struct {
 	node    *nodeState
@@ -390,7 +420,7 @@ func (p *planner) place(pod *corev1.Pod, pg *api.PodGroup) (*Decision, *Blocked)
 	q := p.queues[pg.Spec.Queue]
 	if q == nil {
 		return nil, &Blocked{PodGroup: pg, Reason: api.ReasonQueueDoesNotExist,
-			Message: fmt.Sprintf("queue %s does not exist", pg.Spec.Queue)}
+			Message: fmt.Sprintf("Queue '%s' does not exist", pg.Spec.Queue)}
 	}
 	nodes := p.feasible(pod)
 	var pl *placement
@@ -410,8 +440,9 @@ func (p *planner) place(pod *corev1.Pod, pg *api.PodGroup) (*Decision, *Blocked)
 	if pl.kind == api.ResourceTypeFraction {
 		demand = pl.portion * float64(pl.count)
 	}
-	if over, msg := p.overLimit(q, demand); over {
-		return nil, &Blocked{PodGroup: pg, Reason: api.ReasonOverLimit, Message: msg}
+	if b := p.overLimit(q, demand); b != nil {
+		b.PodGroup = pg
+		return nil, b
 	}
 	// Commit, so that later pods of this cycle see what this one took.
 	for _, g := range pl.groups {

@@ -270,20 +270,26 @@ func ptr(f float64) *float64 { return &f }
 func TestQueueChecks(t *testing.T) {
 	nodes := []corev1.Node{gpuNode("n1", 4, nil)}
 	cases := []struct {
-		name       string
-		queues     []api.Queue
-		pgQueue    string
-		pods       []corev1.Pod
-		wantReason string
-		wantPlaced int
+		name        string
+		queues      []api.Queue
+		pgQueue     string
+		pods        []corev1.Pod
+		wantReason  string
+		wantMessage string
+		wantPlaced  int
 	}{
-		{"queue missing", []api.Queue{queue("default-queue", nil)}, "nope", []corev1.Pod{frac("a", 1, "0.5")}, api.ReasonQueueDoesNotExist, 0},
-		{"unlimited (-1)", []api.Queue{queue("q", ptr(-1))}, "q", []corev1.Pod{whole("w", 0, 3), frac("a", 1, "0.5")}, "", 2},
-		{"within limit", []api.Queue{queue("q", ptr(1))}, "q", []corev1.Pod{frac("a", 1, "0.5"), frac("b", 2, "0.5")}, "", 2},
+		{"queue missing", []api.Queue{queue("default-queue", nil)}, "nope", []corev1.Pod{frac("a", 1, "0.5")},
+			api.ReasonQueueDoesNotExist, "Queue 'nope' does not exist", 0},
+		{"unlimited (-1)", []api.Queue{queue("q", ptr(-1))}, "q", []corev1.Pod{whole("w", 0, 3), frac("a", 1, "0.5")}, "", "", 2},
+		{"within limit", []api.Queue{queue("q", ptr(1))}, "q", []corev1.Pod{frac("a", 1, "0.5"), frac("b", 2, "0.5")}, "", "", 2},
+		{"zero limit", []api.Queue{queue("zero", ptr(0))}, "zero", []corev1.Pod{frac("a", 1, "0.5")}, api.ReasonOverLimit,
+			"zero quota has reached the allowable limit of GPUs. Limit is 0 GPUs, currently 0 GPUs allocated and workload requested 0.5 GPUs", 0},
 		{"over limit counting bound pods", []api.Queue{queue("q", ptr(1))}, "q",
-			[]corev1.Pod{bound(whole("w", 0, 1), "n1", ""), frac("a", 1, "0.5")}, api.ReasonOverLimit, 0},
+			[]corev1.Pod{bound(whole("w", 0, 1), "n1", ""), frac("a", 1, "0.5")}, api.ReasonOverLimit,
+			"q quota has reached the allowable limit of GPUs. Limit is 1 GPUs, currently 1 GPUs allocated and workload requested 0.5 GPUs", 0},
 		{"over limit counting this cycle", []api.Queue{queue("q", ptr(1))}, "q",
-			[]corev1.Pod{frac("a", 1, "0.5"), frac("b", 2, "0.5"), frac("c", 3, "0.5")}, api.ReasonOverLimit, 2},
+			[]corev1.Pod{frac("a", 1, "0.5"), frac("b", 2, "0.5"), frac("c", 3, "0.5")}, api.ReasonOverLimit,
+			"q quota has reached the allowable limit of GPUs. Limit is 1 GPUs, currently 1 GPUs allocated and workload requested 0.5 GPUs", 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -292,14 +298,26 @@ func TestQueueChecks(t *testing.T) {
 			if len(p.Decisions) != tc.wantPlaced {
 				t.Fatalf("placed %v, want %d", summary(p), tc.wantPlaced)
 			}
-			var reason string
+			var b Blocked
 			if len(p.Blocked) > 0 {
-				reason = p.Blocked[0].Reason
+				b = p.Blocked[0]
 			}
-			if reason != tc.wantReason {
-				t.Fatalf("blocked reason %q, want %q (%+v)", reason, tc.wantReason, p.Blocked)
+			if b.Reason != tc.wantReason || b.Message != tc.wantMessage {
+				t.Fatalf("blocked %q %q, want %q %q", b.Reason, b.Message, tc.wantReason, tc.wantMessage)
+			}
+			// KAI gives the queue's figures with OverLimit only.
+			if (b.Details != nil) != (tc.wantReason == api.ReasonOverLimit) {
+				t.Fatalf("details %+v for reason %q", b.Details, b.Reason)
 			}
 		})
+	}
+}
+
+func TestHumanize(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 0.5: "0.5", 1: "1", 0.1 + 0.2: "0.3", 1.25: "1.25", 2.0004: "2"} {
+		if got := humanize(in); got != want {
+			t.Errorf("humanize(%v) = %q, want %q", in, got, want)
+		}
 	}
 }
 
