@@ -93,14 +93,17 @@ DRILL_RECOVERY_FLOOR_S = 60
 # Recovery's documented steps on the drill's own leftovers (the planted namespace only).
 DRILL_RECOVERY_STEPS = ["delete_failed_bindrequests", "delete_dataless_configmaps", "delete_orphan_configmaps"]
 
-drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, reproduce, rollout to patched, recovery; prints the report and its decision
+drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, reproduce, the rollback rehearsed (rollout to patched, rollback.yml back), rollout to patched, recovery; prints the report and its decision
 	$(MAKE) --no-print-directory lab-up
 	@# The lab's installed pair goes to the rollout (what make -s kai-versions prints): the version under test,
 	@# kaiops_kai_version, is the pair's patched release; the rollback target,
 	@# kaiops_rollout_rollback_target, the release the lab installed (KAI_VERSION, default pre).
 	@# Steps, each timed: the read-only inventory (the pre-patch build exposed); reproduce (the regression
-	@# evidence the rollout requires); damage the pre-patch build leaves (reproduce's nil-data case, its
-	@# namespace kept); rollout.yml to patched (upgrade, verify, on a failed gate roll back); recovery.yml
+	@# evidence the rollout requires); the rollback rehearsal an approval needs - rollout.yml to patched
+	@# (not_approved without a rehearsal on record: expected; it leaves the lab on patched), then
+	@# rollback.yml from that bundle back to the installed release, verified (a failed rehearsal ends the
+	@# drill); damage the pre-patch build leaves (reproduce's nil-data case, its namespace kept);
+	@# rollout.yml to patched (upgrade, verify, on a failed gate roll back; approved on the rehearsal); recovery.yml
 	@# with the documented steps on that damage, its window from the rollout's measured submit-to-Running
 	@# p95; the planted namespace removed. The lab's kubectl and helm first on PATH. The report's place
 	@# is printed whatever the verdict, from the evidence root option (ansible.cfg [kaiops_evidence] root,
@@ -115,6 +118,14 @@ drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, r
 	step() { s=$$SECONDS; echo; echo "== drill: $$1"; shift; "$$@"; r=$$?; times="$$times$$(printf '%-28s %4ss exit %s' "$$name" $$((SECONDS - s)) $$r)\n"; return $$r; }; \
 	name=inventory; step "inventory (read-only): is the pre-patch build exposed?" ap playbooks/inventory.yml || exit $$?; \
 	name=reproduce; step "reproduce: the regression evidence for $$patched" ap playbooks/reproduce.yml || exit $$?; \
+	name=rehearse-forward; step "rehearsal, forward: rollout.yml to $$patched (not approved without a rehearsal on record: expected)" ap rollout.yml \
+	  $${patched:+-e kaiops_kai_version=$$patched} $${installed:+-e kaiops_rollout_rollback_target=$$installed}; \
+	forward="$$(readlink -f "$$root/latest")"; \
+	name=rehearse-back; step "rehearsal, back: rollback.yml from $$(basename "$$forward") to $${installed:-the release before}, verified" ap playbooks/rollback.yml \
+	  -e "kaiops_rollout_rollback_bundle=$$forward"; \
+	rrc=$$?; rehearsal="$$(readlink -f "$$root/latest")"; \
+	if [ $$rrc != 0 ]; then echo; printf "$$times"; echo "rehearsal: $$rehearsal/report.md"; \
+	  echo "the rollback rehearsal did not end verified (exit $$rrc): no rollout without it"; exit $$rrc; fi; \
 	name=damage; step "the damage the pre-patch build leaves (nil-data case, namespace kept)" ap playbooks/reproduce.yml \
 	  -e '{"kaiops_reproduce_cases": ["nil_data"], "kaiops_reproduce_builds": ["pre"], "kaiops_reproduce_install": false, "kaiops_reproduce_keep_namespaces": true}'; \
 	damaged=$$(kubectl get ns -l kaiops.dev/created-by=reproduce,kaiops.dev/reproduce-case=nil_data --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[-1:].metadata.name}' 2>/dev/null); \
@@ -131,7 +142,7 @@ drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, r
 	fi; \
 	decision=$$($(PY) -c 'import json,sys; print(json.load(open(sys.argv[1]))["decision"])' "$$report/report.json" 2>/dev/null || echo unknown); \
 	echo; printf "$$times"; echo "drill end to end: $$((SECONDS - t0)) s (after lab-up)"; \
-	[ -n "$$recovery" ] && echo "recovery: $$recovery/recovery.md"; \
+	echo "rehearsal: $$rehearsal/report.md"; [ -n "$$recovery" ] && echo "recovery: $$recovery/recovery.md"; \
 	echo "report: $$report/report.md"; echo "decision: $$decision (rollout exit status $$rc)"; \
 	if [ "$$decision" = approved ]; then exit 0; fi; exit $$(( rc ? rc : 2 ))
 
