@@ -23,7 +23,9 @@ description:
     when it was seen, whether the condition held, how many reads it took, and the first time
     every pod of the case was seen Running together.
   - Stages - V(running) every pod runs or has ended; V(ended) every pod has ended; V(decided)
-    every pod got a node or its PodGroup carries KAI's reason (the one O(reasons) names for it);
+    every pod got a node or its PodGroup carries KAI's reason (the one O(reasons) names for it,
+    read from the condition's C(reasons[].reason), else from its message's prefix before C(:);
+    never from the condition's C(reason), which KAI always sets to C(Unschedulable));
     V(bound_ended) every pod that
     got a node has ended.
   - Reaching the deadline is not a failure of the module; the report judges what was seen.
@@ -58,8 +60,9 @@ options:
     default: kai-resource-reservation
   reasons:
     description:
-      - Per pod, the reason the V(decided) stage waits for on its PodGroup (for example
-        V(OverLimit)); a pod not named here is decided by any reason.
+      - Per pod, KAI's specific reason the V(decided) stage waits for on its PodGroup (for
+        example V(OverLimit)), as the condition's C(reasons[].reason) or its message's prefix
+        names it; a pod not named here is decided by any condition.
     type: dict
     default: {}
 attributes:

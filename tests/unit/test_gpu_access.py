@@ -293,15 +293,41 @@ def reservation_pod(group, device=DEV_B, name=RESERVATION_F, created="2026-11-30
     }
 
 
-def pod_group(pod, queue="default-queue", reasons=()):
+def kai_condition(reason, queue, shape="reasons"):
+    """A PodGroup scheduling condition as the real KAI writes it (kai-contract.md section 14):
+    reason Unschedulable always, the specific reason in reasons[] and the message's prefix.
+    ``shape`` "message" leaves reasons[] out; "bare" also the prefix."""
+    text = {
+        "QueueDoesNotExist": "Queue '%s' does not exist" % queue,
+        "OverLimit": "%s quota has reached the allowable limit of GPUs. Limit is 0 GPUs, "
+        "currently 0 GPUs allocated and workload requested 0.5 GPUs" % queue,
+    }[reason]
+    condition = {
+        "type": "UnschedulableOnNodePool",
+        "nodePool": "default",
+        "reason": "Unschedulable",
+        "message": text + "." if shape == "bare" else "%s: %s." % (reason, text),
+        "status": "True",
+    }
+    if shape == "reasons":
+        explanation = {"reason": reason, "message": text}
+        if reason == "OverLimit":
+            explanation["details"] = {
+                "queueDetails": {
+                    "name": queue,
+                    "queueResourceLimits": {"nvidia.com/gpu": "0"},
+                    "podGroupRequestedResources": {"nvidia.com/gpu": "500m"},
+                }
+            }
+        condition["reasons"] = [explanation]
+    return condition
+
+
+def pod_group(pod, queue="default-queue", conditions=()):
     return {
         "metadata": {"name": "pg-" + pod, "ownerReferences": [{"kind": "Pod", "name": pod}]},
         "spec": {"queue": queue},
-        "status": {
-            "schedulingConditions": [
-                {"type": "UnschedulableOnNodePool", "reason": r, "message": m} for r, m in reasons
-            ]
-        },
+        "status": {"schedulingConditions": list(conditions)},
     }
 
 
@@ -528,8 +554,8 @@ QUEUES = {
 }
 
 
-def queue_records(reasons=None, injected=False):
-    """The two queue outsiders as the lab held them back (or, injected, as KAI ran them)."""
+def queue_records(reasons=None, injected=False, shape="reasons"):
+    """The two queue outsiders as KAI held them back (or, injected, as KAI ran them)."""
     reasons = QUEUE_REASONS if reasons is None else reasons
     recs, pods, pgs, brs, cms, res = [], [], [], [], [], []
     for name, queue in QUEUES.items():
@@ -547,7 +573,7 @@ def queue_records(reasons=None, injected=False):
             )
             log = None
             why = reasons.get(name)
-            pgs.append(pod_group(name, queue, [(why, "held")] if why else []))
+            pgs.append(pod_group(name, queue, [kai_condition(why, queue, shape)] if why else []))
         pods.append(pod)
         recs.append(records.pod_record(pod, log or ""))
     snap = observe("decided", pods, pgs, brs, cms, res)
@@ -557,11 +583,64 @@ def queue_records(reasons=None, injected=False):
 QUEUE_CONTEXT = dict(KAI_CONTEXT, expected_reasons=QUEUE_REASONS, outsider_queues=QUEUES)
 
 
-def test_rule_policy_queue_passes_when_kai_holds_both_back_with_its_reasons():
-    verdict, observed, _unused = ga.rule_policy_queue(queue_records(), QUEUE_CONTEXT)
+@pytest.mark.parametrize("shape", ["reasons", "message"])
+def test_rule_policy_queue_passes_when_kai_holds_both_back_with_its_reasons(shape):
+    verdict, observed, _unused = ga.rule_policy_queue(queue_records(shape=shape), QUEUE_CONTEXT)
     assert verdict == ga.PASSED, observed
     assert "no-queue (queue kaiops-gpu-access-no-such-queue): Pending, node none" in observed
-    assert "reasons OverLimit (held)" in observed and "devices obtained: none" in observed
+    assert (
+        "reasons OverLimit (condition reason Unschedulable: OverLimit: "
+        "kaiops-gpu-access-zero-limit quota has reached the allowable limit of GPUs." in observed
+    )
+    assert "devices obtained: none" in observed
+
+
+def test_rule_policy_queue_fails_on_the_condition_reason_unschedulable_alone():
+    verdict, observed, _unused = ga.rule_policy_queue(queue_records(shape="bare"), QUEUE_CONTEXT)
+    assert verdict == ga.FAILED
+    assert (
+        "zero-queue: its PodGroup carries no specific reason (condition reason Unschedulable), "
+        "expected KAI's reason OverLimit" in observed
+    )
+
+
+def test_case_snapshot_keeps_the_condition_as_observed_with_its_specific_reasons():
+    queue = QUEUES["zero-queue"]
+    condition = kai_condition("OverLimit", queue)
+    snap = records.case_snapshot({"pods": [], "pod_groups": []})
+    assert snap["pod_groups"] == {}
+    pod = fraction_pod("zero-queue", "policy_queue", "p", None, queue=queue, phase="Pending")
+    snap = records.case_snapshot(
+        {"pods": [pod], "pod_groups": [pod_group("zero-queue", queue, [condition])]}
+    )
+    (seen,) = snap["pod_groups"]["zero-queue"]["reasons"]
+    assert seen == {
+        "type": "UnschedulableOnNodePool",
+        "reason": "Unschedulable",
+        "message": condition["message"],
+        "reasons": condition["reasons"],
+        "specific_reasons": ["OverLimit"],
+    }
+
+
+U = "Unschedulable"
+
+
+@pytest.mark.parametrize(
+    ("condition", "specific"),
+    [
+        ({"reason": U, "message": "x: q.", "reasons": [{"reason": "OverLimit"}]}, ["OverLimit"]),
+        ({"reason": U, "message": "QueueDoesNotExist: Queue 'x' absent."}, ["QueueDoesNotExist"]),
+        ({"reason": U, "message": "Node-Pool 'default': OverLimit: q quota."}, ["OverLimit"]),
+        ({"reason": U, "message": "q quota has reached the limit: 0 GPUs."}, []),
+        ({"reason": "OverLimit", "message": "q would exceed its GPU limit"}, []),
+        ({"reason": U}, []),
+    ],
+)  # fmt: skip
+def test_specific_reasons_come_from_reasons_or_the_message_never_the_condition_reason(
+    condition, specific
+):
+    assert records.specific_reasons(condition) == specific
 
 
 def test_rule_policy_queue_fails_without_kais_reason():

@@ -16,11 +16,24 @@ def snap(pods, pod_groups=None):
 
 
 def held(reason):
-    return {"reasons": [{"reason": reason, "message": "m"}]}
+    """A PodGroup as observed (records.case_snapshot) with KAI's condition for ``reason``:
+    the condition's own reason is always Unschedulable."""
+    return {
+        "reasons": [
+            {
+                "type": "UnschedulableOnNodePool",
+                "reason": "Unschedulable",
+                "message": "%s: m." % reason if reason else "m.",
+                "reasons": [{"reason": reason, "message": "m"}] if reason else [],
+                "specific_reasons": [reason] if reason else [],
+            }
+        ]
+    }
 
 
 HELD_MISSING = snap({"a": pod("Pending", None)}, {"a": held("QueueDoesNotExist")})
 HELD_OVER = snap({"a": pod("Pending", None)}, {"a": held("OverLimit")})
+HELD_UNSPECIFIED = snap({"a": pod("Pending", None)}, {"a": held(None)})
 
 
 @pytest.mark.parametrize(
@@ -35,6 +48,9 @@ HELD_OVER = snap({"a": pod("Pending", None)}, {"a": held("OverLimit")})
         ("decided", HELD_MISSING, None, True),
         ("decided", HELD_MISSING, {"a": "OverLimit"}, False),
         ("decided", HELD_OVER, {"a": "OverLimit"}, True),
+        ("decided", HELD_UNSPECIFIED, None, True),
+        ("decided", HELD_UNSPECIFIED, {"a": "OverLimit"}, False),
+        ("decided", HELD_UNSPECIFIED, {"a": "Unschedulable"}, False),
         ("decided", snap({"a": pod("Pending")}), {"a": "OverLimit"}, True),
         ("bound_ended", snap({"a": pod("Pending", None), "b": pod("Running")}), None, False),
         ("bound_ended", snap({"a": pod("Pending", None), "b": pod("Succeeded")}), None, True),

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 from datetime import datetime, timezone
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
@@ -184,12 +185,50 @@ def pod_state(pod):
     }
 
 
+# KAI's condition message: "<Reason>: <text>." (after "Node-Pool '<pool>': " when KAI adds it).
+_MESSAGE_REASON = re.compile(r"^\s*(?:Node-Pool '[^']*': )?([A-Za-z]+):")
+
+
+def specific_reasons(condition):
+    """KAI's specific reasons (QueueDoesNotExist, OverLimit) of one scheduling condition: its
+    ``reasons[].reason`` when it has them, else its message's prefix before ':'. Never the
+    condition's ``reason``: KAI always writes Unschedulable there (kai-contract.md section 14)."""
+    listed = [r.get("reason") for r in condition.get("reasons") or [] if r.get("reason")]
+    if listed:
+        return listed
+    found = _MESSAGE_REASON.match(condition.get("message") or "")
+    return [found.group(1)] if found else []
+
+
 def _reasons(pod_group):
+    """The PodGroup's scheduling conditions as observed (type, reason, message, reasons[]),
+    each with the specific reasons read from it."""
     status = pod_group.get("status") or {}
+    out = []
+    for c in status.get("schedulingConditions") or []:
+        if not (c.get("reason") or c.get("message") or c.get("reasons")):
+            continue
+        out.append(
+            {
+                "type": c.get("type"),
+                "reason": c.get("reason"),
+                "message": c.get("message"),
+                "reasons": [
+                    {k: r[k] for k in ("reason", "message", "details") if k in r}
+                    for r in c.get("reasons") or []
+                ],
+                "specific_reasons": specific_reasons(c),
+            }
+        )
+    return out
+
+
+def held_reasons(pod_group_state):
+    """The specific reasons over every condition of a PodGroup as observed (``_reasons``)."""
     return [
-        {"type": c.get("type"), "reason": c.get("reason"), "message": c.get("message")}
-        for c in status.get("schedulingConditions") or []
-        if c.get("reason")
+        r
+        for c in (pod_group_state or {}).get("reasons") or []
+        for r in c.get("specific_reasons") or []
     ]
 
 

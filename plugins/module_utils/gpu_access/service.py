@@ -40,6 +40,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records
     MEMORY_LIMIT_ENV,
     SHARING_ENV,
     device_ids,
+    held_reasons,
     parse_time,
 )
 
@@ -435,13 +436,23 @@ def rule_policy_queue(pods, context):
             continue
         kai = rec.get("kai") or {}
         reasons = ((kai.get("pod_group") or {}).get("reasons")) or []
-        got = [r.get("reason") for r in reasons]
+        got = held_reasons(kai.get("pod_group"))
         if rec["phase"] != "Pending":
             problems.append("%s did not stay Pending: %s" % (name, rec["phase"]))
         if want and want not in got:
             problems.append(
                 "%s: its PodGroup carries %s, expected KAI's reason %s"
-                % (name, got or "no reason", want)
+                % (
+                    name,
+                    got
+                    or (
+                        "no specific reason (condition reason %s)"
+                        % ", ".join(str(r.get("reason")) for r in reasons)
+                        if reasons
+                        else "no reason"
+                    ),
+                    want,
+                )
             )
         problems += _outsider_problems(rec)
         parts.append(
@@ -452,7 +463,15 @@ def rule_policy_queue(pods, context):
                 rec["phase"],
                 rec["node"] or "none",
                 (kai.get("pod_group") or {}).get("name"),
-                "; ".join("%s (%s)" % (r.get("reason"), r.get("message")) for r in reasons)
+                "; ".join(
+                    "%s (condition reason %s: %s)"
+                    % (
+                        ", ".join(r.get("specific_reasons") or []) or "no specific reason",
+                        r.get("reason"),
+                        r.get("message"),
+                    )
+                    for r in reasons
+                )
                 or "none",
                 "; ".join(outsider_devices(rec)) or "none",
             )

@@ -19,7 +19,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import ENDED
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import (
+    ENDED,
+    held_reasons,
+)
 
 
 def _pods(snapshot):
@@ -38,14 +41,15 @@ def running(snapshot, reasons=None):
 
 def decided(snapshot, reasons=None):
     """Every pod either got a node or its PodGroup carries the reason KAI holds it back with:
-    the one ``reasons`` names for the pod, any reason for a pod it does not name."""
+    the specific reason ``reasons`` names for the pod (from the condition's reasons[] or its
+    message, never its reason Unschedulable), any condition for a pod it does not name."""
     groups = snapshot.get("pod_groups") or {}
     for name, state in (snapshot.get("pods") or {}).items():
         if state["node"]:
             continue
-        got = [r.get("reason") for r in (groups.get(name) or {}).get("reasons") or []]
+        group = groups.get(name) or {}
         wanted = (reasons or {}).get(name)
-        if not got or (wanted and wanted not in got):
+        if not group.get("reasons") or (wanted and wanted not in held_reasons(group)):
             return False
     return True
 
