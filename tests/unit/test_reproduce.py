@@ -417,3 +417,175 @@ def test_the_timeline_merges_binder_and_probe_log_lines_with_the_watches():
         "what": "probe log: gpu probe: 1 device, ok",
         "clock": "node",
     }
+
+
+# ------------------------------------------------- one clock: no negative figure as a measurement
+
+
+def test_a_pod_the_watchs_first_list_shows_bound_has_no_submit_to_bound_time():
+    # recovery/observe on the lab: the patched build bound the pod before the window opened; the
+    # LIST's record (controller clock) came 0.055 s before the window's stamp: -0.055 s.
+    records = {"pods": [rec(99.945, "INITIAL", pod("p", "n1", "Running"))], "bindrequests": []}
+    obs = observation(records, submitted=100.0)
+    assert obs["submit_to_bound_s"] is None and obs["submit_to_running_s"] is None
+    assert obs["bound_before_window"] is True and obs["node"] == "n1"
+    assert obs["timing_notes"][0].startswith("bound: already so when the watch started")
+    # also when the LIST came after the stamp: the bind happened before it, at no known time
+    later = {"pods": [rec(100.2, "INITIAL", pod("p", "n1", "Running"))], "bindrequests": []}
+    assert observation(later, submitted=100.0)["submit_to_bound_s"] is None
+
+
+def test_a_record_before_the_submission_stamp_is_not_timed():
+    records = {"pods": [rec(0.4, "MODIFIED", pod("p", "n1", "Running"))], "bindrequests": []}
+    obs = observation(records, submitted=0.5)
+    assert obs["submit_to_bound_s"] is None and obs["bound_before_window"] is False
+    assert obs["timing_notes"][0] == "bound: seen 0.100 s before the submission stamp; not timed"
+    assert S.latency([obs["submit_to_bound_s"]], 1)["count"] == 0
+
+
+class TickingClock:
+    """The controller's monotonic clock: each read 10 ms after the last."""
+
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        self.t = round(self.t + 0.01, 3)
+        return self.t
+
+
+class WatchedRecords:
+    def __init__(self, records):
+        self.records = records
+        self.errors = []
+
+    def objects(self, key):
+        return list(self.records.get(key, []))
+
+    def stop(self):
+        pass
+
+
+def test_recovery_observe_opens_its_window_before_the_watches_and_times_nothing_negative():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner import CaseRun
+
+    clock = TickingClock()
+    run = CaseRun.__new__(CaseRun)
+    run.clock, run.wall = clock, lambda: T0
+    run.p = {"phase": "observe", "workloads": [{"name": "edge"}], "window_s": 5}
+    run.p["keep_namespaces"] = True
+    run.build = {"version": "v0.16.14", "exposed": False}
+    run.case, run.namespace, run.writer, run.files, run.interventions = (
+        "recovery",
+        "ns",
+        None,
+        [],
+        [],
+    )
+    run.create_namespace = run.write_watches = lambda *a: None
+    run.restarts = lambda: 0
+    run.follow = lambda *a: False
+    listed = []
+
+    def start_watches():
+        t = clock()  # the LIST: the patched build has bound the pod already
+        listed.append(t)
+        return WatchedRecords({"pods": [rec(t, "INITIAL", pod("edge", "n1", "Running"))]})
+
+    def collect(rec_, states):
+        empty = ("bindrequests", "configmaps", "events", "reservations")
+        final = {k: [] for k in empty + ("pods_now", "configmaps_now", "reservations_now")}
+        return dict(final, pods=rec_.objects("pods"), logs={})
+
+    run.start_watches, run.collect = start_watches, collect
+    result = run.run()
+    (state,) = result["workloads"]
+    assert state["submitted_t"] < listed[0]  # the window opened first, on the same clock
+    (obs,) = result["observations"]
+    assert obs["submit_to_bound_s"] is None and obs["bound_before_window"] is True
+    bound = next(c for c in result["assertions"] if c["name"] == "edge: pod bound (has a node)")
+    assert bound["result"] == "pass"
+    (timeline,) = result["timeline"]
+    assert all(s["s"] is None or s["s"] >= 0 for s in timeline["steps"])
+    untimed = [s for s in timeline["steps"] if s["s"] is None]
+    assert [s["what"] for s in untimed] == ["pod has a node (bound)", "container running"]
+    assert timeline["steps"][0] == untimed[0]  # untimed steps first
+    doc_case = dict(result, verdict="pass", declared={"expect": "binds"})
+    assert "edge bound (before the window opened, not timed)" in R._cell(doc_case)[1]
+
+
+def test_log_lines_before_the_submission_by_the_nodes_clock_are_not_timed():
+    steps = S.log_steps(BINDER_LOG, T0 + 1.2, "binder b-1 log", mentions="edge-empty")
+    assert [s["s"] for s in steps] == [None, None, 0.3]
+    assert steps[0]["note"] == "before the submission by the node's clock; not timed"
+
+
+# ----------------------------------------------------------------- the cost section's failures
+
+
+def test_cost_section_lists_only_work_that_could_not_start_as_failure():
+    probe = {"name": "probe", "submit_to_bound_s": 2.1, "gpu_group": "g1", "completed": True}
+    retried = {
+        "name": "retried",
+        "submit_to_bound_s": 4.0,
+        "gpu_group": "g2",
+        "completed": True,
+        "failed_attempts": 1,
+    }
+    early = {
+        "name": "early",
+        "submit_to_bound_s": None,
+        "node": "n1",
+        "bound_before_window": True,
+        "gpu_group": "g3",
+        "completed": True,
+    }
+    stuck = {"name": "edge", "submit_to_bound_s": None, "gpu_group": None, "completed": False}
+    results = [
+        dict(case_result("nil_data", "v0.16.13", True, "pass"), observations=[stuck],
+             duration_s=10.0),
+        dict(case_result("creation", "v0.16.14", False, "pass"),
+             observations=[probe, retried, early], duration_s=10.0),
+    ]  # fmt: skip
+    got = R.cost_section(results, gpus=4, rate=2)
+    line = next(
+        x for x in got["markdown"].splitlines() if x.startswith("Workloads that could not start")
+    )
+    assert line == (
+        "Workloads that could not start when submitted: v0.16.13/nil_data/edge, "
+        "v0.16.14/creation/retried."
+    )
+    # queue age: the timed binds and the never-bound work at its window; no figure for "early"
+    assert got["queue_age"] == {"p50_s": 4.0, "max_s": 10.0, "count": 3}
+
+
+# --------------------------------------------------------------------------- the binder flags
+
+
+def test_builds_table_gives_the_binder_flags_whole():
+    flags = ["--leader-elect=true", "--resource-reservation-app-label=kai-resource-reservation"]
+    flags += ["--max-concurrent-reconciles=%d" % i for i in range(8)]
+    flags.append("--scale-adjust-namespace=kai-scale-adjust-with-a-long-name")
+    builds = [
+        {
+            "version": "v0.16.14",
+            "exposed": False,
+            "behaviour": "fixed",
+            "behaviour_source": "meta",
+            "identity": {"binder_flags": flags, "helm": {"chart": "kai-scheduler-v0.16.14"}},
+        }
+    ]
+    doc = {
+        "builds": builds,
+        "kai_version": "v0.16.14",
+        "verdict": "pass",
+        "reasons": [],
+        "run_id": "r",
+        "generated_at": "now",
+        "cluster": "lab",
+        "cases": [],
+    }
+    text = R.render_markdown(doc)
+    assert "| 11, listed below |" in text
+    listed = [x[3:-1] for x in text.splitlines() if x.startswith("- `--")]
+    assert listed == flags

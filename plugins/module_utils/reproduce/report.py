@@ -80,9 +80,12 @@ def decide(builds, results, expected_cases):
 def cost_section(results, gpus, rate):
     """Utilisation and cost over the run's case windows, laid end to end on one axis (hours).
 
-    Each workload holds its portion of one GPU (its group) from bind to the end of its case;
-    work that never bound counts towards the failure loss from its submission. Reservation
-    pods of failed binds hold a whole GPU each: that idle capacity is reported apart.
+    Each workload holds its portion of one GPU (its group) from bind to the end of its case
+    (from the case's start when it was bound before its window opened). Only work that could
+    not start when submitted counts towards the failure loss, from its submission: work that
+    never bound or whose bind failed first. Work that bound at its first attempt only waited
+    in the queue: that is queue age, not loss. Reservation pods of failed binds hold a whole
+    GPU each: that idle capacity is reported apart.
     """
     offset = Decimal(0)
     workloads, held = [], Decimal(0)
@@ -91,7 +94,13 @@ def cost_section(results, gpus, rate):
         length = Decimal(str(max(r.get("duration_s") or 0, 0.001))) / 3600
         for w in r["observations"]:
             bound = w.get("submit_to_bound_s")
-            start = offset + Decimal(str(bound)) / 3600 if bound is not None else None
+            if bound is not None:
+                start = offset + Decimal(str(bound)) / 3600
+            elif w.get("node"):
+                start = offset  # bound before its window opened: held from the case's start
+            else:
+                start = None
+            held_back = start is None or bool(w.get("failed_attempts"))
             workloads.append(
                 cost.Workload(
                     name="%s/%s/%s" % (r["build"]["version"], _key(r), w["name"]),
@@ -99,11 +108,14 @@ def cost_section(results, gpus, rate):
                     portion=Decimal("0.5"),
                     start=start,
                     end=offset + length,
-                    submitted=offset,
+                    submitted=offset if held_back else None,
                 )
             )
             completed += 1 if w.get("completed") else 0
-            waits.append(bound if bound is not None else float(length * 3600))
+            if bound is not None:
+                waits.append(bound)
+            elif start is None:
+                waits.append(float(length * 3600))  # never bound: its whole window
         held += Decimal(str(r.get("reservation_held_s") or 0)) / 3600
         offset += length
     if not workloads:
@@ -161,7 +173,18 @@ def _cell(r):
     obs = []
     for w in r["observations"]:
         if w["node"]:
-            obs.append("%s bound (%.2fs)" % (w["name"], w["submit_to_bound_s"] or 0))
+            bound = w.get("submit_to_bound_s")
+            obs.append(
+                "%s bound (%s)"
+                % (
+                    w["name"],
+                    "%.2fs" % bound
+                    if bound is not None
+                    else "before the window opened, not timed"
+                    if w.get("bound_before_window")
+                    else "not timed",
+                )
+            )
         else:
             reason = next((a["reason"] for a in w["attempts"] if a.get("reason")), None)
             obs.append(
@@ -172,6 +195,17 @@ def _cell(r):
     if failed:
         verdict += " (" + "; ".join(c["name"] for c in failed) + ")"
     return r["declared"]["expect"], "; ".join(obs) or "-", verdict
+
+
+def _binder_flag_lines(builds):
+    """Each build's binder flags whole, one to a line (a flag is never cut)."""
+    lines = []
+    for b in builds:
+        flags = (b.get("identity") or {}).get("binder_flags") or []
+        if flags:
+            lines += ["", "Binder flags of %s:" % b["version"], ""]
+            lines += ["- `%s`" % f.replace("`", "'") for f in flags]
+    return lines
 
 
 def render_markdown(doc):
@@ -224,9 +258,12 @@ def render_markdown(doc):
                 b["behaviour"],
                 b["behaviour_source"],
                 ident.get("gpu_sharing"),
-                " ".join(ident.get("binder_flags") or [])[:160],
+                "%d, listed below" % len(ident.get("binder_flags") or [])
+                if ident.get("binder_flags")
+                else "-",
             )
         )
+    lines += _binder_flag_lines(builds)
     lines += ["", "## Cases, side by side", ""]
     header = "| case |" + "".join(
         " %s expected | %s observed | %s verdict |" % ((b["version"],) * 3) for b in builds
@@ -316,7 +353,14 @@ def render_markdown(doc):
     for r in doc["cases"]:
         for t in (r.get("timeline") or [])[:1]:
             steps = ", ".join(
-                "%+.3fs %s%s" % (s["s"], s["what"], " [node clock]" if s.get("clock") else "")
+                "%s %s%s"
+                % (
+                    "%+.3fs" % s["s"]
+                    if s["s"] is not None
+                    else "(not timed: %s)" % s.get("note", "no time"),
+                    s["what"],
+                    " [node clock]" if s.get("clock") else "",
+                )
                 for s in t["steps"][:10]
             )
             lines.append(

@@ -237,6 +237,9 @@ class CaseRun(object):
         started = self.clock()
         self.create_namespace()
         restarts_before = self.restarts()
+        # The observe phase's window opens before the watches' first LIST, on their clock: what
+        # that LIST already shows (a pod bound meanwhile) happened before it, and is not timed.
+        opened = (self.clock(), self.wall())
         rec = self.start_watches()
         states = []
         timed_out = False
@@ -246,8 +249,8 @@ class CaseRun(object):
                 keep = ("name", "uid", "prefix", "configmap_name", "fixture", "layout", "configmap")
                 states = [dict((k, w.get(k)) for k in keep) for w in self.p.get("workloads") or []]
                 for st in states:
-                    st["submitted_t"] = self.clock()  # the window starts with the patched build
-                    st["submitted_wall"] = self.wall()
+                    # the window starts with the patched build
+                    st["submitted_t"], st["submitted_wall"] = opened
                 timed_out = self.follow(rec, states, "binds", self.p["window_s"])
             else:
                 workloads = C.CASES[self.case]["workloads"]
@@ -487,7 +490,11 @@ class CaseRun(object):
             self.write("watch-%s.jsonl" % key, "\n".join(lines) + ("\n" if lines else ""))
 
     def timeline(self, final, states):
-        """Per workload: submission, BindRequests, reservation, bind, start, completion."""
+        """Per workload: submission, BindRequests, reservation, bind, start, completion.
+
+        Seconds from the submission stamp, all on the controller's monotonic clock (the stamp
+        and the watches' records); a step the watch's starting LIST already showed, or one
+        before the stamp, has no time (``s`` None, a ``note`` says why) and comes first."""
         out = []
         for st in states[:1] + [s for s in states[1:] if s.get("probe")]:
             t0 = st.get("submitted_t")
@@ -495,34 +502,41 @@ class CaseRun(object):
                 continue
             steps = [{"s": 0.0, "what": "gate lifted (submitted to KAI)"}]
             for a in S.attempts(final["bindrequests"], st["name"]):
+                initial = a.get("initial") or []
                 steps.append(
-                    {
-                        "s": round(a["first_seen"] - t0, 3),
-                        "what": "BindRequest %s created (groups %s)"
-                        % (a["uid"][:8], a["gpu_groups"]),
-                    }
+                    S.timed_step(
+                        a["first_seen"],
+                        t0,
+                        "BindRequest %s created (groups %s)" % (a["uid"][:8], a["gpu_groups"]),
+                        "first_seen" in initial,
+                    )
                 )
                 if a["failed_at"]:
                     steps.append(
-                        {
-                            "s": round(a["failed_at"] - t0, 3),
-                            "what": "BindRequest %s Failed: %s" % (a["uid"][:8], a["reason"]),
-                        }
+                        S.timed_step(
+                            a["failed_at"],
+                            t0,
+                            "BindRequest %s Failed: %s" % (a["uid"][:8], a["reason"]),
+                            "failed_at" in initial,
+                        )
                     )
                 if a["succeeded_at"]:
                     steps.append(
-                        {
-                            "s": round(a["succeeded_at"] - t0, 3),
-                            "what": "BindRequest %s Succeeded" % a["uid"][:8],
-                        }
+                        S.timed_step(
+                            a["succeeded_at"],
+                            t0,
+                            "BindRequest %s Succeeded" % a["uid"][:8],
+                            "succeeded_at" in initial,
+                        )
                     )
             for r in final["reservations"]:
                 if r["type"] == "ADDED":
                     steps.append(
-                        {
-                            "s": round(r["t"] - t0, 3),
-                            "what": "reservation pod %s created" % r["object"]["metadata"]["name"],
-                        }
+                        S.timed_step(
+                            r["t"],
+                            t0,
+                            "reservation pod %s created" % r["object"]["metadata"]["name"],
+                        )
                     )
             if st.get("submitted_wall") is not None:
                 for source, text in sorted((final.get("logs") or {}).items()):
@@ -540,12 +554,12 @@ class CaseRun(object):
                 ("succeeded", "completed"),
             ):
                 if hist[key] is not None:
-                    steps.append({"s": round(hist[key] - t0, 3), "what": what})
+                    steps.append(S.timed_step(hist[key], t0, what, key in hist["initial"]))
             out.append(
                 {
                     "workload": st["name"],
                     "uid": st.get("uid"),
-                    "steps": sorted(steps, key=lambda x: x["s"]),
+                    "steps": sorted(steps, key=S.step_order),
                 }
             )
         return out

@@ -82,20 +82,63 @@ def log_steps(text, t0_wall, source, mentions=None, limit=20):
     for wall, message in log_lines(text):
         if named and not named.search(message):
             continue
-        steps.append(
-            {
-                "s": round(wall - t0_wall, 3),
-                # one line: a panic's message carries its stack trace
-                "what": "%s: %s" % (source, " ".join(_log_text(message).split())[:240]),
-                "clock": "node",
-            }
-        )
+        step = {
+            "s": round(wall - t0_wall, 3),
+            # one line: a panic's message carries its stack trace
+            "what": "%s: %s" % (source, " ".join(_log_text(message).split())[:240]),
+            "clock": "node",
+        }
+        if step["s"] < 0:
+            step["s"] = None  # before t0 by another clock than t0's: not a measurement
+            step["note"] = "before the submission by the node's clock; not timed"
+        steps.append(step)
     return steps[:limit]
 
 
+def timed_step(t, t0, what, initial=False):
+    """A timeline step at ``t`` seconds after ``t0`` (one clock, ``elapsed``); without a time,
+    and a note saying why, when it is no measurement."""
+    s = elapsed(t, t0, initial)
+    if s is not None:
+        return {"s": s, "what": what}
+    return {
+        "s": None,
+        "what": what,
+        "note": "already so when the watch started (before the window opened); not timed"
+        if initial
+        else "before the submission stamp; not timed",
+    }
+
+
+def step_order(step):
+    """Sort key of timeline steps: untimed steps (before the window) first, then by time."""
+    return (step["s"] is not None, step["s"] or 0.0)
+
+
+# A watch's starting LIST: what it shows happened before the watch began, at no known time.
+INITIAL = "INITIAL"
+
+
 def pod_history(records, name):
-    """Times (controller monotonic) a pod was first seen bound, Running, Succeeded, Failed."""
-    out = {"bound": None, "running": None, "succeeded": None, "failed": None, "last": None}
+    """Times (controller monotonic) a pod was first seen bound, Running, Succeeded, Failed.
+
+    ``initial`` names the states the watch's starting LIST already showed: they were reached
+    before the watch began, at a time no record gives."""
+    out = {
+        "bound": None,
+        "running": None,
+        "succeeded": None,
+        "failed": None,
+        "last": None,
+        "initial": [],
+    }
+
+    def seen(key, rec):
+        if out[key] is None:
+            out[key] = rec["t"]
+            if rec["type"] == INITIAL:
+                out["initial"].append(key)
+
     for rec in records:
         obj = rec["object"]
         if _meta(obj).get("name") != name:
@@ -104,14 +147,24 @@ def pod_history(records, name):
         if rec["type"] == "DELETED":
             continue
         phase = (obj.get("status") or {}).get("phase")
-        if (obj.get("spec") or {}).get("nodeName") and out["bound"] is None:
-            out["bound"] = rec["t"]
+        if (obj.get("spec") or {}).get("nodeName"):
+            seen("bound", rec)
         for key, want in (("running", "Running"), ("succeeded", "Succeeded"), ("failed", "Failed")):
-            if phase == want and out[key] is None:
-                out[key] = rec["t"]
-        if phase in ("Succeeded", "Failed") and out["running"] is None:
-            out["running"] = rec["t"]  # it ran between two watch events; no earlier time is known
+            if phase == want:
+                seen(key, rec)
+        if phase in ("Succeeded", "Failed"):
+            seen("running", rec)  # it ran between two watch events; no earlier time is known
     return out
+
+
+def elapsed(t, t0, initial=False):
+    """Seconds from ``t0`` to ``t``, both the controller's monotonic clock (the watches' records
+    and the submission stamp), or None: for a state the watch's starting LIST already showed
+    (reached before the watch, at no known time) and for a time before ``t0``, which is no
+    measurement of anything after it."""
+    if t is None or t0 is None or initial or t < t0:
+        return None
+    return round(t - t0, 3)
 
 
 def attempts(records, pod_name):
@@ -129,6 +182,7 @@ def attempts(records, pod_name):
                 "uid": uid,
                 "first_seen": rec["t"],
                 "first_seen_at": rec["at"],
+                "initial": [],  # keys the watch's starting LIST already showed
                 "phases": [],
                 "reason": None,
                 "failed_at": None,
@@ -138,6 +192,8 @@ def attempts(records, pod_name):
                 "node": spec.get("selectedNode"),
             }
             order.append(uid)
+            if rec["type"] == INITIAL:
+                seen[uid]["initial"].append("first_seen")
         entry = seen[uid]
         status = obj.get("status") or {}
         phase = status.get("phase")
@@ -147,8 +203,12 @@ def attempts(records, pod_name):
             entry["reason"] = status["reason"]
         if phase == "Failed" and entry["failed_at"] is None:
             entry["failed_at"] = rec["t"]
+            if rec["type"] == INITIAL:
+                entry["initial"].append("failed_at")
         if phase == "Succeeded" and entry["succeeded_at"] is None:
             entry["succeeded_at"] = rec["t"]
+            if rec["type"] == INITIAL:
+                entry["initial"].append("succeeded_at")
         if rec["type"] == "DELETED":
             entry["deleted_at"] = rec["t"]
     out = [seen[u] for u in order]
@@ -186,9 +246,18 @@ def workload_observation(records, workload):
     tries = attempts(records["bindrequests"], name)
     submitted = workload.get("submitted_t")
     last = hist["last"] or {}
+    timing_notes = []
 
-    def since(t):
-        return round(t - submitted, 3) if t is not None and submitted is not None else None
+    def since(key):
+        t = hist[key]
+        value = elapsed(t, submitted, key in hist["initial"])
+        if t is not None and value is None:
+            timing_notes.append(
+                "%s: already so when the watch started (before the window opened); not timed" % key
+                if key in hist["initial"]
+                else "%s: seen %.3f s before the submission stamp; not timed" % (key, submitted - t)
+            )
+        return value
 
     cms_after = dict((_meta(o).get("name"), o) for o in workload.get("configmaps_after") or [])
     capabilities = cms_after.get(workload.get("configmap_name")) or {}
@@ -219,13 +288,20 @@ def workload_observation(records, workload):
             ),
             None,
         ),
-        "submit_to_bound_s": since(hist["bound"]),
-        "submit_to_running_s": since(hist["running"]),
-        "submit_to_completed_s": since(hist["succeeded"]),
+        "submit_to_bound_s": since("bound"),
+        "submit_to_running_s": since("running"),
+        "submit_to_completed_s": since("succeeded"),
+        "bound_before_window": "bound" in hist["initial"],
         "completed": hist["succeeded"] is not None,
-        "attempts": [dict(a, since_submit_s=since(a["first_seen"])) for a in tries],
+        "attempts": [
+            dict(
+                a, since_submit_s=elapsed(a["first_seen"], submitted, "first_seen" in a["initial"])
+            )
+            for a in tries
+        ],
         "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
         "events": workload.get("events") or {},
+        "timing_notes": timing_notes,
     }
 
 
