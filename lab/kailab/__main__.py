@@ -23,6 +23,12 @@ def _print_kai(lab: Lab) -> None:
         f"KAI: release {st['release']} revision {st['revision']} chart {st['chart']} "
         f"version {st['app_version']} ({describe(st['implementation'])}) {st['status']}"
     )
+    cfg = st.get("config")
+    if cfg:
+        state = "current" if cfg["current"] else "not current"
+        print(f"  kai-config generation {cfg['generation']} Ready {cfg['ready']} ({state})")
+    else:
+        print("  kai-config: none (the operator has nothing to reconcile)")
     for d in st["deployments"]:
         print(
             f"  {d['name']:<22} ready {d['ready']:<5} "

@@ -31,8 +31,11 @@ RELEASE = "kai-scheduler"
 NAMESPACE = "kai-scheduler"
 CHART_SRC = REPO / "lab" / "charts" / "kai-scheduler"
 STANDIN_REGISTRY = "kaiops.dev/kai-standin"
-# Image names of KAI's chart (kai-contract.md §1.1) that the stand-in chart uses.
+# Image names of KAI's chart (kai-contract.md §1.1) that the stand-in chart uses: the
+# operator and the hook Jobs' crd-upgrader, and the components the operator makes.
 STANDIN_IMAGES = (
+    "operator",
+    "crd-upgrader",
     "admission",
     "binder",
     "scheduler",
@@ -48,6 +51,20 @@ STATUS_NAMESPACE = "kaiops-gpu-status"
 STATUS_NAME = "gpu-status-updater"
 RESERVATION_NAMESPACE = "kai-resource-reservation"
 ROLLOUT_TIMEOUT_S = 180
+# KAI's install shape (kai-contract.md §14), the stand-in's and the real chart's alike: helm
+# installs the operator; a post-install/post-upgrade hook applies Config kai-config; the
+# operator makes these Deployments, owned by kai-config, and reports on kai-config's status.
+OPERATOR = "kai-operator"
+CONFIG = "configs.kai.scheduler/kai-config"
+COMPONENTS = (
+    "admission",
+    "binder",
+    "kai-scheduler-default",
+    "pod-grouper",
+    "podgroup-controller",
+    "queue-controller",
+)
+CONDITIONS = ("Reconciling", "Deployed", "Available", "DependenciesFulfilled", "Ready")
 
 
 # ------------------------------------------------------------------ release facts
@@ -385,10 +402,11 @@ def rolled_out(dep: dict) -> bool:
     )
 
 
-def wait_rolled_out(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> float:
-    """Wait for every KAI Deployment through kubectl's watch; seconds it took."""
+def wait_rolled_out(lab, timeout: float = ROLLOUT_TIMEOUT_S, names=None) -> float:
+    """Wait for KAI Deployments (default: every one in the namespace) through kubectl's
+    watch; seconds it took."""
     started = time.monotonic()
-    names = [d["metadata"]["name"] for d in deployments(lab)]
+    names = list(names) if names is not None else [d["metadata"]["name"] for d in deployments(lab)]
     if not names:
         raise LabError(f"Failed to find KAI's Deployments in namespace {NAMESPACE}")
     for name in names:
@@ -407,15 +425,94 @@ def wait_rolled_out(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> float:
     return time.monotonic() - started
 
 
+def config(lab) -> dict | None:
+    proc = lab.kubectl("get", CONFIG, "-o", "json", check=False)
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+def config_current(cfg: dict | None) -> bool:
+    """kai-config's five conditions all stamped with its generation, Ready true: the
+    operator has reconciled this spec and every component it makes has rolled out."""
+    if not cfg:
+        return False
+    gen = cfg["metadata"].get("generation")
+    conds = {c["type"]: c for c in (cfg.get("status") or {}).get("conditions") or []}
+    return (
+        all(t in conds and conds[t].get("observedGeneration") == gen for t in CONDITIONS)
+        and conds["Ready"].get("status") == "True"
+    )
+
+
+def component_tags(lab) -> dict[str, str]:
+    """The image tag each KAI Deployment's pod template runs: what the operator made."""
+    out = {}
+    for d in deployments(lab):
+        image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+        out[d["metadata"]["name"]] = split_ref(image)[2]
+    return out
+
+
+def components_rolled_out(lab) -> bool:
+    deps = {d["metadata"]["name"]: d for d in deployments(lab)}
+    return all(n in deps and rolled_out(deps[n]) for n in (OPERATOR, *COMPONENTS))
+
+
+def _kubectl_wait(lab, what: str, condition: str, left: float) -> None:
+    proc = lab.kubectl(
+        "wait", what, f"--for={condition}", f"--timeout={max(1.0, left):.0f}s", check=False
+    )
+    if proc.returncode != 0:
+        raise LabError(f"Failed to wait for {what} {condition}: {proc.stderr.strip()}")
+
+
+def wait_operator(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> dict:
+    """Wait, through kubectl's watches and bounded, until the operator has rolled out, has
+    made every component Deployment from kai-config, they have rolled out, and kai-config's
+    conditions are current for its generation. Figures of each stage, in seconds."""
+    started = time.monotonic()
+    left = lambda: timeout - (time.monotonic() - started)  # noqa: E731
+    wait_rolled_out(lab, timeout, names=[OPERATOR])
+    operator_s = time.monotonic() - started
+    _kubectl_wait(lab, CONFIG, "create", left())
+    for name in COMPONENTS:
+        _kubectl_wait(lab, f"deployment/{name}", "create", left())  # the operator makes them
+    created_s = time.monotonic() - started
+    while True:
+        gen = ((config(lab) or {}).get("metadata") or {}).get("generation")
+        # the operator stamps every condition with the generation it reconciled; Ready
+        # at that generation means each Deployment it made from that spec has rolled out
+        _kubectl_wait(
+            lab,
+            CONFIG,
+            f'jsonpath={{.status.conditions[?(@.type=="Ready")].observedGeneration}}={gen}',
+            left(),
+        )
+        _kubectl_wait(lab, CONFIG, "condition=Ready", left())
+        if config_current(config(lab)):
+            break
+        if left() <= 0:
+            raise LabError(f"Failed to see {CONFIG} reconciled: {json.dumps(config(lab))[:400]}")
+    wait_rolled_out(lab, max(1.0, left()), names=COMPONENTS)  # what runs, read from what runs
+    return {
+        "operator_s": round(operator_s, 1),
+        "components_created_s": round(created_s, 1),
+        "ready_s": round(time.monotonic() - started, 1),
+    }
+
+
 def _values_file(values: dict, folder: Path) -> Path:
     path = folder / "values.yaml"
     path.write_text(yaml.safe_dump(values, sort_keys=True))
     return path
 
 
-def install(lab, version: str | None = None, bundle: str | None = None) -> dict:
+def install(
+    lab, version: str | None = None, bundle: str | None = None, always: bool = False
+) -> dict:
     """Converge the lab's KAI to one version (stand-in) or one bundle; helm install or
-    upgrade as needed. Returns figures of what happened."""
+    upgrade as needed (`always`: upgrade even when converged, so the hooks run again).
+    Converged means helm's record, what the components run and kai-config's status agree.
+    Returns figures of what happened."""
     target = bundle_target(Path(bundle)) if bundle else standin_target(lab, version)
     lab.ensure_kai_images(target.images)
     if not bundle:
@@ -441,7 +538,15 @@ def install(lab, version: str | None = None, bundle: str | None = None) -> dict:
             applied = json.loads(
                 lab.helm("get", "values", RELEASE, "-n", NAMESPACE, "-o", "json").stdout or "{}"
             )
-            if applied == target.values and all(rolled_out(d) for d in deployments(lab)):
+            tag = target.values.get("global", {}).get("tag") or target.version
+            tags = component_tags(lab)
+            if (
+                not always
+                and applied == target.values
+                and all(tags.get(n) == tag for n in (OPERATOR, *COMPONENTS))
+                and components_rolled_out(lab)
+                and config_current(config(lab))
+            ):
                 lab.log(
                     f"  KAI {target.version} ({describe(target.implementation)}) already installed"
                 )
@@ -461,14 +566,21 @@ def install(lab, version: str | None = None, bundle: str | None = None) -> dict:
             "--timeout",
             f"{ROLLOUT_TIMEOUT_S}s",
         )
-    waited = wait_rolled_out(lab)
+    helm_s = time.monotonic() - started
+    waited = wait_operator(lab)
     took = time.monotonic() - started
     done = {"install": "installed", "upgrade": "upgraded"}[action]
     lab.log(
-        f"  KAI {target.version} ({describe(target.implementation)}) {done}, "
-        f"every Deployment rolled out in {took:.1f}s"
+        f"  KAI {target.version} ({describe(target.implementation)}) {done}: helm {helm_s:.1f}s, "
+        f"every component made by the operator and rolled out, kai-config Ready, in {took:.1f}s"
     )
-    return {"action": action, "version": target.version, "seconds": took, "rollout_wait": waited}
+    return {
+        "action": action,
+        "version": target.version,
+        "seconds": took,
+        "helm_s": round(helm_s, 1),
+        "rollout_wait": waited,
+    }
 
 
 def describe(implementation: str) -> str:
@@ -481,7 +593,16 @@ def status(lab) -> dict:
     deps = deployments(lab)
     impl = {d["metadata"].get("labels", {}).get(IMPLEMENTATION_LABEL) for d in deps}
     implementation = "standin" if "standin" in impl else ("real" if deps else None)
+    cfg = config(lab)
+    conds = {c["type"]: c for c in ((cfg or {}).get("status") or {}).get("conditions") or []}
     return {
+        "config": {
+            "generation": cfg["metadata"].get("generation"),
+            "ready": (conds.get("Ready") or {}).get("status"),
+            "current": config_current(cfg),
+        }
+        if cfg
+        else None,
         "release": rel.get("name") if rel else None,
         "revision": int(rel["revision"]) if rel else None,
         "chart": rel.get("chart") if rel else None,

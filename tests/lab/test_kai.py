@@ -13,6 +13,7 @@ import time
 import uuid
 
 import pytest
+import yaml
 from kailab import images, kai
 
 KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
@@ -223,18 +224,12 @@ def test_kai_release_is_the_standin_and_says_so(kube, lab, started_with):
     assert st["chart"] == f"kai-scheduler-{started_with}+standin"
     assert st["app_version"] == f"{started_with}+standin"
     names = {d["name"] for d in st["deployments"]}
-    assert {
-        "binder",
-        "admission",
-        "kai-scheduler-default",
-        "pod-grouper",
-        "podgroup-controller",
-        "queue-controller",
-    } <= names
+    assert {kai.OPERATOR, *kai.COMPONENTS} <= names
     assert all(d["rolled_out"] for d in st["deployments"]), st["deployments"]
     config = kube.json("get", "configs.kai.scheduler", "kai-config")
     assert config["spec"]["admission"]["gpuSharing"] is True
     assert config["metadata"]["labels"][kai.IMPLEMENTATION_LABEL] == "standin"
+    assert kai.config_current(config), config.get("status")
     for q in ("default-parent-queue", "default-queue"):
         kube("get", "queues.scheduling.run.ai", q)
     kube("get", "schedulingshards.kai.scheduler", "default")
@@ -244,6 +239,62 @@ def test_kai_release_is_the_standin_and_says_so(kube, lab, started_with):
     behaviour = kai.release_row(started_with)["configmap_write"]
     assert f"--standin-configmap-write={behaviour}" in args
     assert "--fake-gpu-nodes" in args  # the lab's nodes carry run.ai/fake.gpu=true
+
+
+def test_kai_install_shape_is_operator_and_hooks(kube, lab, started_with):
+    """kai-contract.md §14: helm's manifest holds the operator, RBAC, PriorityClasses,
+    SchedulingShard default and service accounts; the operator makes the rest from
+    kai-config and owns it."""
+    manifest = lab.helm("get", "manifest", kai.RELEASE, "-n", kai.NAMESPACE).stdout
+    docs = [d for d in yaml.safe_load_all(manifest) if d]
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert [n for k, n in kinds if k == "Deployment"] == [kai.OPERATOR]
+    made_by_operator = {"Service", "Secret", "Config", "MutatingWebhookConfiguration"}
+    assert not {k for k, _ in kinds} & (made_by_operator | {"ValidatingWebhookConfiguration"})
+    assert ("SchedulingShard", "default") in kinds
+    op = kube.json("get", "deployment", kai.OPERATOR, "-n", kai.NAMESPACE)
+    env = {
+        e["name"]: e.get("value") for e in op["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["MS_TAG"] == started_with and env["MS_REPOSITORY"] == kai.STANDIN_REGISTRY
+    config = kube.json("get", "configs.kai.scheduler", "kai-config")
+    owned = (
+        [kube.json("get", "deployment", n, "-n", kai.NAMESPACE) for n in kai.COMPONENTS]
+        + [
+            kube.json("get", "service", n, "-n", kai.NAMESPACE)
+            for n in ("admission", "binder", "kai-scheduler-default")
+        ]
+        + [
+            kube.json("get", "secret", "kai-admission-webhook-tls-secret", "-n", kai.NAMESPACE),
+            kube.json("get", "mutatingwebhookconfiguration", "mutating-kai-admission"),
+            kube.json("get", "validatingwebhookconfiguration", "validating-kai-admission"),
+        ]
+    )
+    for obj in owned:
+        meta = obj["metadata"]
+        (ref,) = meta["ownerReferences"]
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == (
+            "Config", "kai-config", config["metadata"]["uid"], True
+        ), meta["name"]  # fmt: skip
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "kai-operator", meta["name"]
+        assert meta["labels"][kai.IMPLEMENTATION_LABEL] == "standin", meta["name"]
+        assert meta["annotations"]["meta.helm.sh/release-name"] == kai.RELEASE, meta["name"]
+    for name in kai.COMPONENTS:
+        dep = kube.json("get", "deployment", name, "-n", kai.NAMESPACE)
+        image = dep["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image.endswith(f":{started_with}"), image  # the tag kai-config names
+    conds = {c["type"]: c for c in config["status"]["conditions"]}
+    assert {t: (c["status"], c["reason"]) for t, c in conds.items()} == {
+        "Reconciling": ("False", "reconciled"),
+        "Deployed": ("True", "deployed"),
+        "Available": ("True", "available"),
+        "DependenciesFulfilled": ("True", "ready"),
+        "Ready": ("True", "ready"),
+    }
+    # the webhook serving certificate is the operator's, and the webhooks trust it
+    secret = kube.json("get", "secret", "kai-admission-webhook-tls-secret", "-n", kai.NAMESPACE)
+    hook = kube.json("get", "mutatingwebhookconfiguration", "mutating-kai-admission")
+    assert hook["webhooks"][0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
 
 
 # ------------------------------------------------------------------ the happy path
@@ -465,17 +516,3 @@ def test_bundle_path_installs_the_chart_and_images_it_is_given(
         ),
         what="a pod bound by the bundle's KAI",
     )
-
-
-def test_helm_rollback_restores_the_previous_release(kube, lab, started_with):
-    other = "patched" if kai.resolve("pre") == started_with else "pre"
-    before = kai.status(lab)
-    switch(lab, other)
-    lab.helm("rollback", kai.RELEASE, str(before["revision"]), "-n", kai.NAMESPACE, "--wait")
-    kai.wait_rolled_out(lab)
-    after = kai.status(lab)
-    assert after["app_version"] == before["app_version"]
-    assert after["revision"] == before["revision"] + 2
-    args = kube.json("get", "deployment", "binder", "-n", kai.NAMESPACE)["spec"]["template"]["spec"]
-    behaviour = kai.release_row(started_with)["configmap_write"]
-    assert f"--standin-configmap-write={behaviour}" in args["containers"][0]["args"]
