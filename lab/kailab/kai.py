@@ -457,9 +457,14 @@ def components_rolled_out(lab) -> bool:
     return all(n in deps and rolled_out(deps[n]) for n in (OPERATOR, *COMPONENTS))
 
 
-def _kubectl_wait(lab, what: str, condition: str, left: float) -> None:
+def _kubectl_wait(lab, what: str, condition: str, left: float, *namespace: str) -> None:
     proc = lab.kubectl(
-        "wait", what, f"--for={condition}", f"--timeout={max(1.0, left):.0f}s", check=False
+        "wait",
+        *(["-n", *namespace] if namespace else []),
+        what,
+        f"--for={condition}",
+        f"--timeout={max(1.0, left):.0f}s",
+        check=False,
     )
     if proc.returncode != 0:
         raise LabError(f"Failed to wait for {what} {condition}: {proc.stderr.strip()}")
@@ -475,7 +480,8 @@ def wait_operator(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> dict:
     operator_s = time.monotonic() - started
     _kubectl_wait(lab, CONFIG, "create", left())
     for name in COMPONENTS:
-        _kubectl_wait(lab, f"deployment/{name}", "create", left())  # the operator makes them
+        # the operator makes them
+        _kubectl_wait(lab, f"deployment/{name}", "create", left(), NAMESPACE)
     created_s = time.monotonic() - started
     while True:
         gen = ((config(lab) or {}).get("metadata") or {}).get("generation")
