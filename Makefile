@@ -93,6 +93,9 @@ DRILL_RECOVERY_FLOOR_S = 60
 # Recovery's documented steps on the drill's own leftovers (the planted namespace only).
 DRILL_RECOVERY_STEPS = ["delete_failed_bindrequests", "delete_dataless_configmaps", "delete_orphan_configmaps"]
 
+# DRILL_ARGS: added to every playbook of the drill, e.g. -e '{"kaiops_kai_chart_ref": "<dir>/kai-scheduler-{version}.tgz"}'
+# for a real KAI installed from bundles (make drill KAI_BUNDLE=<pre bundle> DRILL_ARGS=...).
+DRILL_ARGS ?=
 drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, reproduce, the rollback rehearsed (rollout to patched, rollback.yml back), rollout to patched, recovery; prints the report and its decision
 	$(MAKE) --no-print-directory lab-up
 	@# The lab's installed pair goes to the rollout (what make -s kai-versions prints): the version under test,
@@ -114,7 +117,7 @@ drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, r
 	root=$$($(VENV_ENV) $(VENV)/bin/ansible-config dump -t callback kaiops.runbooks.evidence --format json 2>/dev/null \
 	  | $(PY) -c 'import json,sys; print(next(o["value"] for d in json.load(sys.stdin) for v in d.values() for o in v if o["name"] == "root"))'); \
 	case "$$root" in /*) ;; *) root="$(CURDIR)/$$root";; esac; \
-	ap() { $(VENV_ENV) $(ANSIBLE_PLAYBOOK) "$$@"; }; t0=$$SECONDS; times=""; \
+	ap() { $(VENV_ENV) $(ANSIBLE_PLAYBOOK) "$$@" $(DRILL_ARGS); }; t0=$$SECONDS; times=""; \
 	step() { s=$$SECONDS; echo; echo "== drill: $$1"; shift; "$$@"; r=$$?; times="$$times$$(printf '%-28s %4ss exit %s' "$$name" $$((SECONDS - s)) $$r)\n"; return $$r; }; \
 	name=inventory; step "inventory (read-only): is the pre-patch build exposed?" ap playbooks/inventory.yml || exit $$?; \
 	name=reproduce; step "reproduce: the regression evidence for $$patched" ap playbooks/reproduce.yml || exit $$?; \
