@@ -20,11 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"kaiops.dev/lab/kai-standin/internal/boot"
@@ -80,11 +82,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	obs.Wanted = DeploymentNames(spec, shards)
-	obs.ApplyErr = r.apply(ctx, cfg, spec, shards)
+	applied := map[string]int64{}
+	obs.ApplyErr = r.apply(ctx, cfg, spec, shards, applied)
 	obs.Deployments = map[string]*appsv1.Deployment{}
 	for _, name := range obs.Wanted {
 		d := &appsv1.Deployment{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: spec.Namespace, Name: name}, d); err == nil {
+			// the cache may not have seen this reconcile's own write yet: a Deployment is
+			// judged at the generation the apply returned, never an older one
+			if d.Generation < applied[name] {
+				d.Generation = applied[name]
+			}
 			obs.Deployments[name] = d
 		} else if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
@@ -155,14 +163,16 @@ func (r *Reconciler) servingCert(ctx context.Context, cfg *unstructured.Unstruct
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{"tls.crt": fresh.Cert, "tls.key": fresh.Key, "ca.crt": fresh.CA},
 	}
-	if err := r.applyOne(ctx, cfg, out); err != nil {
+	if _, err := r.applyOne(ctx, cfg, out); err != nil {
 		return ServingCert{}, err
 	}
 	logf.FromContext(ctx).Info("generated the admission webhook's serving certificate", "secret", WebhookSecret)
 	return fresh, nil
 }
 
-func (r *Reconciler) apply(ctx context.Context, cfg *unstructured.Unstructured, spec Spec, shards []Shard) error {
+// apply writes every desired object; applied gets each Deployment's generation as the
+// API server returned it.
+func (r *Reconciler) apply(ctx context.Context, cfg *unstructured.Unstructured, spec Spec, shards []Shard, applied map[string]int64) error {
 	in := Inputs{Shards: shards, Annotations: map[string]string{}}
 	for _, k := range releaseAnnotations {
 		if v, ok := cfg.GetAnnotations()[k]; ok {
@@ -183,8 +193,13 @@ func (r *Reconciler) apply(ctx context.Context, cfg *unstructured.Unstructured, 
 	keep := map[string]bool{}
 	for _, obj := range desired {
 		keep[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = true
-		if err := r.applyOne(ctx, cfg, obj); err != nil {
+		u, err := r.applyOne(ctx, cfg, obj)
+		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if u.GetKind() == "Deployment" {
+			applied[u.GetName()] = u.GetGeneration()
 		}
 	}
 	if err := r.prune(ctx, cfg, spec, keep); err != nil {
@@ -193,12 +208,13 @@ func (r *Reconciler) apply(ctx context.Context, cfg *unstructured.Unstructured, 
 	return errors.Join(errs...)
 }
 
-// applyOne server-side-applies one object with kai-config as its controlling owner.
-func (r *Reconciler) applyOne(ctx context.Context, cfg *unstructured.Unstructured, obj client.Object) error {
+// applyOne server-side-applies one object with kai-config as its controlling owner and
+// returns it as the API server stored it.
+func (r *Reconciler) applyOne(ctx context.Context, cfg *unstructured.Unstructured, obj client.Object) (*unstructured.Unstructured, error) {
 	obj.SetOwnerReferences([]metav1.OwnerReference{r.owner(cfg)})
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return fmt.Errorf("failed to convert %s: %w", obj.GetName(), err)
+		return nil, fmt.Errorf("failed to convert %s: %w", obj.GetName(), err)
 	}
 	delete(m, "status")
 	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
@@ -206,9 +222,9 @@ func (r *Reconciler) applyOne(ctx context.Context, cfg *unstructured.Unstructure
 	u := &unstructured.Unstructured{Object: m}
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("failed to apply %s %s: %w", u.GetKind(), u.GetName(), err)
+		return nil, fmt.Errorf("failed to apply %s %s: %w", u.GetKind(), u.GetName(), err)
 	}
-	return nil
+	return u, nil
 }
 
 // prune deletes Deployments and Services kai-config owns that the spec no longer calls
@@ -307,6 +323,8 @@ func Main(args []string) error {
 		Owns(&appsv1.Deployment{}).Owns(&corev1.Service{}).Owns(&corev1.Secret{}).
 		Owns(&admissionv1.MutatingWebhookConfiguration{}).Owns(&admissionv1.ValidatingWebhookConfiguration{}).
 		Watches(shard, toConfig).
+		// --fake-gpu-nodes follows the nodes' run.ai/fake.gpu label, not their heartbeats
+		Watches(&corev1.Node{}, toConfig, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r); err != nil {
 		return err
 	}
