@@ -92,6 +92,7 @@ def test_rollback_to_install_revision_fails_on_the_reservation_namespace(lab, ku
     proc = helm(lab, "rollback", kai.RELEASE, str(install_rev), check=False)
     took = time.monotonic() - started
     print(f"rollback to install revision {install_rev}: rc {proc.returncode} in {took:.1f}s")
+    print(proc.stderr.strip())
     assert proc.returncode != 0
     assert RESERVATION_NS_ERROR in proc.stderr, proc.stderr
     last = history(lab)[-1]
@@ -109,6 +110,7 @@ def test_rollback_to_upgrade_revision_takes_back_only_the_operator(lab, versions
     started = time.monotonic()
     proc = helm(lab, "rollback", kai.RELEASE, str(old_rev), "--wait", "--timeout=120s")
     print(f"rollback to upgrade revision {old_rev}: {time.monotonic() - started:.1f}s")
+    print(proc.stdout.strip())
     assert "Rollback was a success!" in proc.stdout, proc.stdout
     rel = release(lab)
     assert rel["status"] == "deployed" and rel["app_version"] == f"{older}+standin", rel
