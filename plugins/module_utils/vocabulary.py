@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import difflib
 import math
+import re
 
 VARIABLES = {
     # Reaching the cluster (every playbook).
@@ -72,6 +73,15 @@ VARIABLES = {
     "kaiops_reproduce_window_s": "seconds each case is watched",
     "kaiops_reproduce_concurrency": "cases run at once",
     "kaiops_reproduce_gpus": "GPUs the cases may use",
+    "kaiops_reproduce_cases": "the cases to run (default: every case)",
+    "kaiops_reproduce_builds": "the builds to exercise, in order (default [pre, patched])",
+    "kaiops_reproduce_install": "install each build (default true)",
+    "kaiops_reproduce_restore": "put back the build that ran before (default true)",
+    "kaiops_reproduce_keep_namespaces": "keep the run's namespaces for inspection",
+    "kaiops_reproduce_allow_non_disposable": "plant fixtures on a cluster not marked disposable "
+    "(needs kaiops_reproduce_override_reason)",
+    "kaiops_reproduce_override_reason": "why fixtures may be planted on a cluster not marked "
+    "disposable (recorded; written by a person, never a template)",
 }
 # Features whose own kaiops_<feature>_* names they judge themselves.
 FEATURES = ("gpu_access", "reproduce", "rollout")
@@ -130,6 +140,18 @@ RULE_TEXT = {
 }
 
 
+# A release tag: v<major>.<minor>.<patch>, optionally -<pre-release>; matched whole (no newline
+# after it) and ASCII only (no other script's digits).
+RELEASE_TAG = re.compile(
+    r"\Av(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?\Z", re.ASCII
+)
+
+
+def is_release_tag(value):
+    """True when ``value`` is exactly a release tag, nothing around it."""
+    return isinstance(value, str) and RELEASE_TAG.fullmatch(value) is not None
+
+
 def threshold_rule(name):
     """The rule a threshold's value follows, as the report's threshold column gives it: its
     kind's rule, and for a percentile its order against the other of the pair."""
@@ -163,10 +185,16 @@ def as_number(value):
     """(number, True) for a number or numeric text (int when whole); (value, False) otherwise."""
     if isinstance(value, bool):
         return value, False
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
         return value, True
+    if isinstance(value, float):
+        # NaN passes every comparison's "not above" and infinity every "at most": neither is a
+        # number a gate can hold a figure to (nor valid JSON in a report).
+        return value, math.isfinite(value)
     if isinstance(value, str):
         text = value.strip()
+        if not text.isascii():
+            return value, False
         for cast in (int, float):
             try:
                 number = cast(text)

@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -61,9 +62,22 @@ def resolve_evidence_dir(option=None):
     return path
 
 
+def finite(data):
+    """``data`` with every NaN or infinite float as its text ("nan", "inf", "-inf"): JSON has no
+    such numbers, and a file that holds one is not JSON."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return repr(data)
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
+
+
 def canonical_json(data):
-    """Stable, readable JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    """Stable, readable JSON: sorted keys, two-space indent, trailing newline; always valid JSON
+    (``finite``)."""
+    return json.dumps(finite(data), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
 
 
 class EvidenceWriter(object):

@@ -27,7 +27,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases im
 VAR = "kai_reproduce_"
 WINDOW = (10, 600)
 CONCURRENCY = (1, 100)
-TAG = re.compile(r"^v\d+\.\d+\.\d+$")
+# A build named by its tag: matched whole, ASCII digits only (no newline after it).
+TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+\Z", re.ASCII)
 
 
 def _nearest(name, known):

@@ -111,7 +111,12 @@ def read_waves(value):
             return None, "wave %r is neither a number of clusters nor a percentage" % (item,)
         if isinstance(item, int) and item >= 1:
             out.append(item)
-        elif isinstance(item, str) and item.strip().isdigit() and int(item) >= 1:
+        elif (
+            isinstance(item, str)
+            and item.strip().isascii()
+            and item.strip().isdigit()
+            and int(item) >= 1
+        ):
             out.append(int(item))
         elif isinstance(item, str) and PERCENT.match(item):
             out.append(item.replace(" ", ""))

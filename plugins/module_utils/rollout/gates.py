@@ -26,7 +26,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
     read_rollback,
@@ -35,17 +34,19 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request im
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     PERCENTILE_PAIRS,
+    RELEASE_TAG,
     ROLLOUT_THRESHOLDS,
     THRESHOLDS,
     as_number,
+    is_release_tag,
     nearest_threshold,
     threshold_rule,
     type_name,
     unknown_variables,
 )
 
-# An exact release tag: v<major>.<minor>.<patch>, optionally -<pre-release>.
-TAG = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$")
+# An exact release tag (vocabulary.RELEASE_TAG): matched whole, ASCII only.
+TAG = RELEASE_TAG
 TAG_TEXT = "an exact release tag vMAJOR.MINOR.PATCH (e.g. v1.4.2)"
 
 # Inventory statuses that mean the cluster could not be read.
@@ -134,7 +135,7 @@ def _version_problem(req):
         return "KAI version under test is missing"
     if not isinstance(version, str):
         return "KAI version must be %s, got %s" % (TAG_TEXT, type_name(version))
-    if not TAG.match(version):
+    if not is_release_tag(version):
         return "KAI version %r is not %s" % (version, TAG_TEXT)
     return None
 
@@ -147,15 +148,20 @@ def _rollback_problem(req):
         return "rollback target %r is neither a Helm revision nor a release tag" % rollback
     if isinstance(rollback, int):
         return None if rollback >= 1 else "rollback target revision %s must be 1 or more" % rollback
-    if isinstance(rollback, str) and TAG.match(rollback):
-        if rollback == target:
-            return "rollback target %s is the KAI version under test itself" % rollback
+    if isinstance(rollback, str) and _same_tag(rollback, target):
+        return "rollback target %r is the KAI version under test itself" % rollback
+    if is_release_tag(rollback):
         return None
     if not isinstance(rollback, str):
         return "rollback target must be a Helm revision or a release tag, got %s" % type_name(
             rollback
         )
     return "rollback target %r is neither a Helm revision number nor %s" % (rollback, TAG_TEXT)
+
+
+def _same_tag(a, b):
+    """True when two tags are one release once read as a person means them (case, spaces)."""
+    return isinstance(b, str) and a.strip().lower() == b.strip().lower()
 
 
 def _missing_or(value, text):
@@ -377,7 +383,7 @@ def request_gates(req, find_reports, evidence_root):
     gates += threshold_gates(req["thresholds"])
     gates += [judge(d, req) for d in REQUEST_GATES[3:]]
     passing = considered = None
-    if isinstance(req["kai_version"], str) and TAG.match(req["kai_version"]):
+    if isinstance(req["kai_version"], str) and is_release_tag(req["kai_version"]):
         if read_waiver(req["regression_waiver"])[1] is None:
             passing, considered = find_reports(evidence_root, req["kai_version"])
     regression, detail = regression_gate(req, passing, considered, evidence_root)
@@ -414,7 +420,7 @@ def _release_figure(subject):
 
 def _version_ok(version):
     return isinstance(version, str) and bool(
-        TAG.match(version if version[:1] == "v" else "v" + version)
+        is_release_tag(version if version[:1] == "v" else "v" + version)
     )
 
 

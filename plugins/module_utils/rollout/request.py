@@ -20,6 +20,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import 
     type_name,
 )
 
+NOT_FINITE = ("nan", "inf", "infinity")
+
 
 def read_threshold(name, value):
     """(number or the value as given, problem or None) for one threshold value."""
@@ -27,6 +29,10 @@ def read_threshold(name, value):
     if value is None or value == "":
         return value, "missing"
     number, ok = as_number(value)
+    if isinstance(value, float) and not ok:  # NaN, infinity: kept as text (a report is JSON)
+        value = repr(value)
+    if isinstance(value, str) and value.strip().lower().lstrip("+-") in NOT_FINITE:
+        return value, "must be %s, got %s (not a finite number)" % (KIND_TEXT[kind], value)
     if not ok:
         return value, "must be %s, got %s" % (KIND_TEXT[kind], type_name(value))
     if kind == "seconds" and number <= 0:
