@@ -51,6 +51,13 @@ options:
   failure:
     description: C(stage), C(task) (its name) and C(msg) of the task that failed.
     type: dict
+  refusal:
+    description:
+      - The request refused by the request check of every playbook (M(kaiops.runbooks.kai_request))
+        - C(problems) (each C(field), C(message), C(fix)), C(request) (the request as read, a
+        template a person should have written left out) and C(operation) (C(rollout) or
+        C(rollback)); starts the record with one failed request gate per problem.
+    type: dict
   namespace:
     description: Namespace of the KAI release (snapshot selections). Used with O(inventory).
     type: str
@@ -124,6 +131,7 @@ def argspec():
         "inventory": {"type": "dict"},
         "snapshot": {"type": "dict"},
         "failure": {"type": "dict"},
+        "refusal": {"type": "dict"},
         "namespace": {"type": "str", "default": "kai-scheduler"},
         "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
         "helm_release": {"type": "str", "default": "kai-scheduler"},

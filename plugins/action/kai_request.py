@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of kai_request (plugin_utils/action.py): runs it on the controller.
+
+It gives the module what only the controller knows: the host's variables as written (the task's
+variables before Ansible templates them) for the fields a person writes - a template there is
+never rendered -, the playbook's other variables templated, the names of the ``kaiops_*``
+variables set for the host, what is at each path the user gave (resolved from the directory the
+command runs in; a rollback bundle also from the evidence store), and whether the evidence store
+could hold the run's bundle (the run's context, ``plugin_utils/run_context.py``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.request import rules
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils import paths, run_context
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import KaiopsModuleAction
+
+BUNDLE = "kaiops_rollout_rollback_bundle"
+KUBECONFIG = "kaiops_kubeconfig"
+
+
+class ActionModule(KaiopsModuleAction):
+    def extra_args(self, task_vars):
+        args = self._task.args
+        if args.get("refusals") is not None:
+            return {}
+        table = rules.PLAYBOOKS.get(args.get("playbook")) or {"vars": {}}
+        raw = {name: task_vars[name] for name in rules.HUMAN if name in task_vars}
+        templated = {name for name, _field in rules.templated_fields(raw)}
+        given, errors = {}, {}
+        for name in table["vars"]:
+            if name not in task_vars or name in templated:
+                continue
+            try:
+                given[name] = self._templar.template(task_vars[name])
+            except Exception as exc:  # noqa: BLE001 - an undefined name, a bad template...
+                errors[name] = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        context = run_context.for_task(self._task) or {}
+        found = {}
+        if isinstance(given.get(KUBECONFIG), str) and given[KUBECONFIG]:
+            found[given[KUBECONFIG]] = paths.kind(paths.resolve(given[KUBECONFIG]))
+        if isinstance(given.get(BUNDLE), str) and given[BUNDLE].strip():
+            resolved = paths.resolve(given[BUNDLE].strip(), context.get("root"))
+            given[BUNDLE] = resolved
+            found[resolved] = paths.kind(resolved)
+        out = {
+            "given": given,
+            "raw": raw,
+            "names": sorted(name for name in task_vars if name.startswith("kaiops_")),
+            "paths": found,
+            "errors": errors,
+        }
+        if context.get("problem"):
+            out["evidence_problem"] = context["problem"]
+        return out
