@@ -21,9 +21,15 @@ description:
     stats), appends every task result per host to C(tasks.jsonl) as it arrives (each C(until)
     retry, loop items, failures, skips, unreachable hosts, with start and end times), and at the
     end writes C(status) and C(manifest.sha256) over every file, modules' files included.
-  - C(status) is V(complete) when the playbook reached its end, whether hosts failed or not
-    (C(run.json) C(outcome) says V(succeeded) or V(failed)), and V(interrupted) when the run was
-    stopped (SIGINT/Ctrl-C, SIGTERM, SIGHUP) or ended early; the bundle is hashed either way.
+  - C(status) is V(complete) when the playbook reached its end with its report, whether hosts
+    failed or not (C(run.json) C(outcome) says V(succeeded) or V(failed)); V(refused) when the
+    request was refused before any cluster was read (the report kai_request wrote, decision
+    C(refused)); V(incomplete) when one of the collection's playbooks reached its end without
+    its report; and V(interrupted) when the run was stopped (SIGINT/Ctrl-C, SIGTERM, SIGHUP) or
+    ended early; the bundle is hashed either way.
+  - An evidence root that cannot hold the run's bundle (a file, a folder this user cannot write)
+    is registered as the run's context with the reason; the request check of every playbook then
+    refuses before any cluster is read, with the fix.
   - Registers the run's folder for every play as it starts (the run's context on the controller,
     C(plugins/plugin_utils/run_context.py)); the collection's action plugins find it from the
     task's play and give it to the modules that write evidence as their C(evidence_dir) option.
@@ -114,6 +120,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact im
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     FILE_MODE,
     canonical_json,
+    finite,
     safe_name,
 )
 from ansible_collections.kaiops.runbooks.plugins.plugin_utils import run_context
@@ -155,7 +162,7 @@ def iso(moment):
 
 def to_jsonable(value):
     """Native JSON types out of Ansible's tagged/unsafe values."""
-    return json.loads(json.dumps(value, default=to_text))
+    return finite(json.loads(json.dumps(value, default=to_text)))
 
 
 class Bundle(object):
@@ -284,6 +291,7 @@ class CallbackModule(CallbackBase):
     def __init__(self, display=None):
         super(CallbackModule, self).__init__(display=display)
         self._bundle = None
+        self._root_problem = None
         self._play = None
         self._starts = {}
         self._previous_handlers = {}
@@ -340,7 +348,14 @@ class CallbackModule(CallbackBase):
             return
         redactor = RedactionPolicy(self.get_option("redact_pattern"))
         root = _resolve_root(self.get_option("root"))
-        self._bundle = Bundle(root, path, redactor, self.get_option("max_result_bytes"))
+        try:
+            self._bundle = Bundle(root, path, redactor, self.get_option("max_result_bytes"))
+        except OSError as exc:
+            # No bundle, no run: the request check of every playbook refuses before any
+            # cluster is read, with the fix (plugins/module_utils/request/rules.py).
+            self._root_problem = (root, _root_problem(root, exc))
+            self._display.warning("kaiops evidence: %s" % self._root_problem[1])
+            return
         self._bundle.run.update(_describe_run(playbook, path, redactor))
         self._bundle.run["evidence"] = {
             "root": root,
@@ -358,6 +373,9 @@ class CallbackModule(CallbackBase):
             run_context.register(
                 getattr(play, "_uuid", None), self._bundle.root, self._bundle.path, self._bundle.id
             )
+        elif self._root_problem:
+            root, problem = self._root_problem
+            run_context.register(getattr(play, "_uuid", None), root, None, None, problem=problem)
 
     def _record(self, event, result, ignore_errors=False):
         if self._bundle is None:
@@ -398,16 +416,18 @@ class CallbackModule(CallbackBase):
         hosts = sorted(stats.processed.keys())
         summary = {h: stats.summarize(h) for h in hosts}
         failed = sorted(h for h, s in summary.items() if s["failures"] or s["unreachable"])
+        status, report = _end_status(self._bundle.path, self._bundle.run.get("playbook"))
         finished = self._bundle.finalize(
-            "complete",
+            status,
             outcome="failed" if failed else "succeeded",
             hosts_failed=failed,
             stats=summary,
+            report=report,
         )
         if finished:
             self._display.display(
-                "kaiops evidence: %s (complete, %s)"
-                % (self._bundle.path, "failed" if failed else "succeeded")
+                "kaiops evidence: %s (%s, %s)"
+                % (self._bundle.path, status, "failed" if failed else "succeeded")
             )
 
     def _interrupt(self, reason):
@@ -449,6 +469,45 @@ class CallbackModule(CallbackBase):
 
 
 # -------------------------------------------------------------------- run.json parts
+
+
+# The report each of the collection's playbooks leaves, by the playbook's name: a run of one that
+# ends without it is "incomplete", never "complete"; one whose request was refused before any
+# cluster was read (kai_request's report) is "refused".
+REPORTS = {
+    "rollout": "report.json",
+    "rollback": "report.json",
+    "reproduce": "report.json",
+    "recovery": "recovery.json",
+    "gpu_access": "gpu_access.json",
+    "inventory": "inventory.json",
+}
+
+
+def _end_status(bundle, playbook):
+    """(status, {file, decision} or None) of a run that reached the playbook's end."""
+    stem = os.path.splitext(os.path.basename((playbook or {}).get("path") or ""))[0]
+    name = REPORTS.get(stem)
+    if name is None:
+        return "complete", None
+    try:
+        with open(os.path.join(bundle, name)) as handle:
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return "incomplete", {"file": name, "decision": None, "missing": True}
+    refused = isinstance(document, dict) and document.get("refused_by") == "request"
+    decision = document.get("decision") if isinstance(document, dict) else None
+    return ("refused" if refused else "complete"), {"file": name, "decision": decision}
+
+
+def _root_problem(root, exc):
+    """Why the evidence store cannot hold a bundle, in words."""
+    if os.path.isfile(root):
+        return "the evidence root %s is a file, not a folder: no bundle can be written" % root
+    return "the evidence root %s cannot hold the run's bundle (%s): no bundle can be written" % (
+        root,
+        exc.strerror or type(exc).__name__,
+    )
 
 
 def _resolve_root(option):

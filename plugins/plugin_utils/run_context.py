@@ -21,9 +21,13 @@ __metaclass__ = type
 _PLAYS = {}
 
 
-def register(play_uuid, root, bundle_dir, run_id):
-    """Record that the play writes into ``bundle_dir`` (under the evidence store ``root``)."""
+def register(play_uuid, root, bundle_dir, run_id, problem=None):
+    """Record that the play writes into ``bundle_dir`` (under the evidence store ``root``), or,
+    with ``problem``, why the store could not hold the run's bundle (no bundle, no run: the
+    request check of every playbook refuses then, before any cluster is read)."""
     _PLAYS[play_uuid] = {"root": root, "dir": bundle_dir, "id": run_id}
+    if problem:
+        _PLAYS[play_uuid]["problem"] = problem
 
 
 def forget_all():
@@ -32,7 +36,7 @@ def forget_all():
 
 
 def for_play(play_uuid):
-    """The context of a play: {root, dir, id}, or None when no bundle was registered for it."""
+    """The context of a play: {root, dir, id[, problem]}, or None when none was registered."""
     found = _PLAYS.get(play_uuid)
     return dict(found) if found else None
 
