@@ -5,7 +5,8 @@ a HOME of the test's own, and prod-eu-west's context into the KUBECONFIG the run
 playbook runs under --check; what is checked is its preflight: every cluster gets past the
 playbook's own validation (bad or unknown inputs are refused before any request) and is read.
 The rollout then refuses only for what the example cannot give (regression evidence, a KAI
-release in prod-eu-west's namespace), never for its owner, thresholds or variables.
+release in prod-eu-west's namespace), never for its owner, thresholds or variables; rollback.yml
+refuses before any cluster is read, the example giving no rollout bundle.
 """
 
 import glob
@@ -82,6 +83,12 @@ def test_every_playbook_gets_past_its_preflight_with_the_example(
     out = done.stdout + done.stderr
     for text in VALIDATION_TEXTS:
         assert text not in out, (playbook, text, out)
+    if os.path.basename(playbook) == "rollback.yml":
+        # The example cannot give a rollout bundle: rollback.yml refuses before any cluster is
+        # read (issue 23 item 1), for that reason only.
+        assert "kaiops_rollout_rollback_bundle: is missing" in out, out
+        assert not [h for h, api in apis.items() if api.requests], out
+        return
     for host, api in apis.items():
         assert api.requests, "%s: %s was never read (refused before its preflight?)\n%s" % (
             playbook,

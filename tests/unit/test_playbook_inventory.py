@@ -142,7 +142,7 @@ def test_inventory_check_mode_changes_nothing(tmp_path, clusters):
         (
             {"kaiops_thresholds": {"component_restarts_max": "lots"}},
             [],
-            "kai_inventory_restart_threshold",
+            "kaiops_thresholds: component_restarts_max must be a number, got a string ('lots')",
         ),
         (
             {"kaiops_kubeconfig": "", "kaiops_context": "prod"},
@@ -153,7 +153,7 @@ def test_inventory_check_mode_changes_nothing(tmp_path, clusters):
         (
             {"kaiops_kai_namespace": "KAI_Scheduler"},
             [],
-            "kai_inventory_namespace 'KAI_Scheduler' is not a valid namespace name",
+            "kaiops_kai_namespace: 'KAI_Scheduler' is not a namespace name",
         ),
     ],
 )

@@ -1,0 +1,192 @@
+"""The one request check of every playbook, end to end (issue 23 items 1-8): malformed input
+is refused before any cluster is read, with the playbook's report (decision refused, each item
+with its fix) in a bundle whose status says so, no traceback, and nothing a template produced in
+the record. The kubeconfigs point nowhere: a task that read a cluster would fail on it.
+
+Few runs on purpose (each spawns ansible-playbook): one per playbook, several findings each.
+"""
+
+import json
+import os
+
+import playbook_run
+from conftest import PATCHED, PRE, REPO, THRESHOLDS
+from test_playbook_inventory import events, sha256sum_ok
+
+TEMPLATE = "{{ lookup('ansible.builtin.pipe', 'id') }}"
+CLUSTER_READERS = ("kai_inventory_facts", "kai_identify", "k8s_info", "kai_recovery_facts")
+REQUEST = {
+    "kaiops_kubeconfig": "/nonexistent/kubeconfig",
+    "kaiops_change_owner": "sre-oncall@example.com",
+    "kaiops_kai_version": PATCHED,
+    "kaiops_rollout_rollback_target": PRE,
+    "kaiops_thresholds": THRESHOLDS,
+    "kaiops_rollout_regression_waiver": {"reason": "unit test", "approved_by": "pytest"},
+}
+
+
+def run(tmp_path, playbook, hosts, *args, env_extra=None):
+    inventory = tmp_path / "hosts.yml"
+    playbook_run.write_inventory(inventory, hosts)
+    return playbook_run.run_playbook(tmp_path, playbook, inventory, *args, env_extra=env_extra)
+
+
+def strict_json(path):
+    with open(path) as handle:
+        return json.load(handle, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+def assert_refused_before_any_cluster(done, bundle):
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Traceback" not in out, out
+    read = [
+        e
+        for e in events(bundle)
+        if e["action"].split(".")[-1] in CLUSTER_READERS and e["event"] != "skipped"
+    ]
+    assert not read, read
+    for name in os.listdir(bundle):
+        with open(os.path.join(bundle, name), errors="replace") as handle:
+            assert "uid=" not in handle.read(), name  # no template's output anywhere
+    assert sha256sum_ok(bundle)
+    return out
+
+
+def test_rollback_refuses_a_bundle_given_as_a_list_before_it_reads_the_cluster(tmp_path):
+    hosts = {
+        "c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig", "kaiops_change_owner": TEMPLATE}
+    }
+    done, bundle = run(
+        tmp_path,
+        "playbooks/rollback.yml",
+        hosts,
+        "-e",
+        '{"kaiops_rollout_rollback_bundle": ["a", "b"]}',
+    )
+    out = assert_refused_before_any_cluster(done, bundle)
+    assert (
+        "kaiops_rollout_rollback_bundle: must be the path of one rollout bundle, got a list" in out
+    )
+    assert "kaiops_change_owner: comes out of a template or lookup" in out
+    report = strict_json(os.path.join(bundle, "report.json"))
+    assert report["clusters"]["c1"]["decision"] == "refused"
+    assert [g["fix"] for g in report["clusters"]["c1"]["gates"] if not g["passed"]]
+    with open(os.path.join(bundle, "status")) as handle:
+        assert handle.read().strip() == "complete"
+
+
+def test_rollback_resolves_the_documented_bundle_path_from_where_the_command_runs(tmp_path):
+    folder = tmp_path / "evidence" / "20260101T000000Z-rollout-feedbeef"
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_text(json.dumps({"kind": "rollout", "clusters": {}}))
+    given = os.path.relpath(str(folder), REPO)  # the command runs in the repository
+    done, bundle = run(
+        tmp_path,
+        "playbooks/rollback.yml",
+        {"c1": dict(REQUEST)},
+        "-e",
+        "kaiops_rollout_rollback_bundle=%s" % given,
+    )
+    out = assert_refused_before_any_cluster(done, bundle)
+    assert "has no record of cluster c1" in out, out
+    assert "no readable report.json" not in out
+
+
+def test_rollout_refuses_waves_serial_cannot_take_and_nan_thresholds_with_its_report(tmp_path):
+    hosts = {name: dict(REQUEST) for name in ("c1", "c2", "c3")}
+    hosts["c2"]["kaiops_thresholds"] = dict(THRESHOLDS, bind_latency_p50_s=float("nan"))
+    hosts["c3"]["kaiops_thresholds"] = dict(THRESHOLDS, observation_window_s=float("inf"))
+    done, bundle = run(tmp_path, "rollout.yml", hosts, "-e", '{"kaiops_rollout_waves": [1, "abc"]}')
+    out = assert_refused_before_any_cluster(done, bundle)
+    report = strict_json(os.path.join(bundle, "report.json"))
+    assert {c["decision"] for c in report["clusters"].values()} == {"refused"}
+    assert "wave 'abc' is neither a number of clusters" in out
+    assert "bind_latency_p50_s" in out and "not a finite number" in out
+
+
+def test_reproduce_refuses_a_typo_and_a_templated_override_reason_with_its_report(tmp_path):
+    done, bundle = run(
+        tmp_path,
+        "playbooks/reproduce.yml",
+        {"c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig"}},
+        "-e",
+        "kaiops_reproduce_windw_s=30",
+        "-e",
+        "kaiops_reproduce_override_reason=%s" % TEMPLATE,
+    )
+    out = assert_refused_before_any_cluster(done, bundle)
+    assert "did you mean kaiops_reproduce_window_s?" in out
+    report = strict_json(os.path.join(bundle, "report.json"))
+    assert report["kind"] == "reproduce" and report["decision"] == "refused"
+    fields = [i["field"] for i in report["clusters"]["c1"]["items"]]
+    assert fields == ["kaiops_reproduce_windw_s", "kaiops_reproduce_override_reason"]
+    assert all(i["fix"] for i in report["clusters"]["c1"]["items"])
+    with open(os.path.join(bundle, "status")) as handle:
+        assert handle.read().strip() == "refused"
+
+
+def test_inventory_refuses_list_thresholds_and_a_directory_kubeconfig(tmp_path):
+    hosts = {
+        "c1": {
+            "kaiops_kubeconfig": "/nonexistent/kubeconfig",
+            "kaiops_thresholds": [{"component_restarts_max": 3}],
+        },
+        "c2": {"kaiops_kubeconfig": str(tmp_path)},
+    }
+    done, bundle = run(tmp_path, "playbooks/inventory.yml", hosts)
+    assert_refused_before_any_cluster(done, bundle)
+    report = strict_json(os.path.join(bundle, "inventory.json"))
+    assert report["clusters"]["c1"]["items"][0]["message"].startswith(
+        "kaiops_thresholds: must be a mapping, got a list"
+    )
+    assert report["clusters"]["c2"]["items"][0]["message"].endswith(
+        "is a directory, not a kubeconfig file"
+    )
+
+
+def test_recovery_refuses_steps_given_as_one_string_and_a_typo(tmp_path):
+    done, bundle = run(
+        tmp_path,
+        "playbooks/recovery.yml",
+        {"c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig", "kaiops_recovery_steps": []}},
+        "-e",
+        "kai_recovery_steps=delete_orphan_configmaps",
+    )
+    out = assert_refused_before_any_cluster(done, bundle)
+    assert "kai_recovery_steps: must be a list, got a string" in out
+    assert "did you mean kai_recovery_steps?" in out
+    assert os.path.isfile(os.path.join(bundle, "recovery.md"))
+
+
+def test_gpu_access_names_the_choices_without_an_argument_spec_dump(tmp_path):
+    done, bundle = run(
+        tmp_path,
+        "playbooks/gpu_access.yml",
+        {"c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig"}},
+        "-e",
+        "kaiops_gpu_access_expected_isolation=timeslicing",
+        "-e",
+        "kaiops_gpu_access_expected_isolaton=mig",
+    )
+    out = assert_refused_before_any_cluster(done, bundle)
+    assert "argument_spec_data" not in out and "kai_gpu_access : Validating" not in out
+    assert "must be one of none, time-slicing, mig, mps, hami-core" in out
+    assert "did you mean kaiops_gpu_access_expected_isolation?" in out
+    assert strict_json(os.path.join(bundle, "gpu_access.json"))["decision"] == "refused"
+
+
+def test_an_evidence_root_that_is_a_file_stops_the_run_before_the_cluster(tmp_path):
+    root = tmp_path / "evidence-file"
+    root.write_text("not a folder\n")
+    done, _bundle = run(
+        tmp_path,
+        "playbooks/inventory.yml",
+        {"c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig"}},
+        env_extra={"KAIOPS_EVIDENCE_ROOT": str(root)},
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in out, out
+    assert "is a file, not a folder" in out and "KAIOPS_EVIDENCE_ROOT=<dir>" in out
+    assert "enable the kaiops.runbooks.evidence callback" not in out
+    assert "kai_inventory : Read" not in out and "TASK [kaiops.runbooks.kai_inventory" not in out

@@ -1,0 +1,270 @@
+"""plugins/module_utils/request/rules.py, the one request check of every playbook, and the
+shared rules it stands on (vocabulary, rollout gates, waves, JSON), issue 23 items 1-8: each
+malformed input a careless or hostile user gives is refused with a message naming its field and
+its fix, never passed, never an exception.
+"""
+
+import json
+import math
+
+import pytest
+from conftest import PATCHED, PRE, THRESHOLDS
+
+from ansible_collections.kaiops.runbooks.plugins.callback import evidence as callback
+from ansible_collections.kaiops.runbooks.plugins.filter.serial import serial
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import canonical_json
+from ansible_collections.kaiops.runbooks.plugins.module_utils.request import report, rules
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates, request
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import read_waves
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    VARIABLES,
+    as_number,
+    is_release_tag,
+)
+
+NAN, INF = float("nan"), float("inf")
+
+
+def fields(result):
+    return sorted(p["field"] for p in result["problems"])
+
+
+def test_every_playbook_variable_is_in_the_vocabulary():
+    for table in rules.PLAYBOOKS.values():
+        for name in table["vars"]:
+            assert name in VARIABLES or name.startswith("kai_"), name
+
+
+# ---------------------------------------------------------------- numbers (item 2)
+
+
+@pytest.mark.parametrize("value", [NAN, INF, -INF, "nan", "inf", "Infinity", " NaN "])
+def test_as_number_refuses_what_is_not_finite(value):
+    assert as_number(value)[1] is False
+
+
+@pytest.mark.parametrize("value", [NAN, INF])
+@pytest.mark.parametrize(
+    "name", ["bind_latency_p50_s", "binder_restarts_max", "observation_window_s"]
+)
+def test_rollout_threshold_gate_refuses_nan_and_infinity(name, value):
+    thresholds = dict(THRESHOLDS, **{name: value})
+    judged = {
+        g["gate"]: g
+        for g in gates.threshold_gates(
+            request.normalize_request({"thresholds": thresholds})["thresholds"]
+        )
+    }
+    assert not judged["threshold:" + name]["passed"]
+    assert "not a finite number" in judged["threshold:" + name]["message"]
+    json.loads(canonical_json(judged), parse_constant=pytest.fail)
+
+
+@pytest.mark.parametrize("value", [NAN, INF, "nan"])
+def test_rollback_and_inventory_thresholds_refuse_nan(value):
+    for playbook, name in (
+        ("rollback", "bind_latency_p50_s"),
+        ("inventory", "component_restarts_max"),
+    ):
+        given = {"kaiops_thresholds": {name: value}, "kaiops_rollout_rollback_bundle": "/b"}
+        result = rules.check(playbook, given, paths={"/b": "dir"})
+        assert fields(result) == ["kaiops_thresholds"], playbook
+        json.loads(canonical_json(result), parse_constant=pytest.fail)
+
+
+def test_canonical_json_is_always_json():
+    text = canonical_json({"a": NAN, "b": [INF, -INF], "c": 1.5})
+    assert json.loads(text, parse_constant=pytest.fail) == {
+        "a": "nan",
+        "b": ["inf", "-inf"],
+        "c": 1.5,
+    }
+
+
+# ---------------------------------------------------------------- tags (item 5)
+
+
+@pytest.mark.parametrize(
+    "tag", ["v0.16.14\n", "v1\u0661.16.14", " v0.16.14", "v0.16.14 ", "v０.1.2"]
+)
+def test_release_tags_are_matched_whole_and_ascii_only(tag):
+    assert not is_release_tag(tag)
+    assert gates._version_problem({"kai_version": tag})
+    assert gates._rollback_problem({"rollback_target": tag, "kai_version": PATCHED})
+
+
+def test_rollback_target_equal_to_the_target_after_normalisation_is_refused():
+    for same in (PATCHED + "\n", " " + PATCHED, PATCHED.upper()):
+        assert "the KAI version under test itself" in gates._rollback_problem(
+            {"rollback_target": same, "kai_version": PATCHED}
+        )
+    assert gates._rollback_problem({"rollback_target": PRE, "kai_version": PATCHED}) is None
+
+
+def test_reproduce_builds_refuse_a_tag_with_a_newline():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import TAG
+
+    assert TAG.match("v0.16.14") and not TAG.match("v0.16.14\n") and not TAG.match("v1\u0661.2.3")
+
+
+# ---------------------------------------------------------------- waves (item 3)
+
+
+@pytest.mark.parametrize(
+    "waves", ["all", [1, "abc"], [0], [True], {"a": 1}, ["1\u0661"], [1.5], [None]]
+)
+def test_waves_ansible_would_crash_on_are_refused_and_serial_is_safe(waves):
+    assert read_waves(waves)[1]
+    assert serial(waves) == [1]
+
+
+def test_serial_keeps_valid_waves():
+    assert serial([1, "25%", "100%"]) == [1, "25%", "100%"]
+    assert serial(None) == [1] and serial(2) == [2]
+
+
+# ---------------------------------------------------------------- names (item 7)
+
+
+@pytest.mark.parametrize(
+    ("playbook", "typo", "nearest"),
+    [
+        ("reproduce", "kaiops_reproduce_windw_s", "kaiops_reproduce_window_s"),
+        ("recovery", "kaiops_recovery_steps", "kai_recovery_steps"),
+        (
+            "gpu_access",
+            "kaiops_gpu_access_expected_isolaton",
+            "kaiops_gpu_access_expected_isolation",
+        ),
+        ("inventory", "kaiops_thresholdz", "kaiops_thresholds"),
+        ("rollback", "kaiops_rollout_rollback_bundel", "kaiops_rollout_rollback_bundle"),
+    ],
+)
+def test_every_playbook_refuses_unknown_names_with_the_nearest(playbook, typo, nearest):
+    given = {"kaiops_rollout_rollback_bundle": "/b"}
+    result = rules.check(playbook, given, names=[typo, "kaiops_kubeconfig"], paths={"/b": "dir"})
+    assert fields(result) == [typo]
+    assert "did you mean %s?" % nearest in result["problems"][0]["message"]
+
+
+def test_inventory_refuses_thresholds_given_as_a_list():
+    result = rules.check("inventory", {"kaiops_thresholds": [{"component_restarts_max": 3}]})
+    assert fields(result) == ["kaiops_thresholds"]
+    assert "must be a mapping" in result["problems"][0]["message"]
+
+
+# ---------------------------------------------------------------- templates (item 4)
+
+
+@pytest.mark.parametrize(
+    ("playbook", "name", "value", "field"),
+    [
+        ("inventory", "kaiops_change_owner", "{{ lookup('pipe','id') }}", "kaiops_change_owner"),
+        ("rollback", "kaiops_change_owner", "{% if 1 %}x{% endif %}", "kaiops_change_owner"),
+        (
+            "rollout",
+            "kaiops_rollout_regression_waiver",
+            {"reason": "{{ lookup('pipe','id') }}", "approved_by": "me"},
+            "kaiops_rollout_regression_waiver.reason",
+        ),
+        (
+            "rollout",
+            "kaiops_rollout_on_failed_gate",
+            {"policy": "continue", "decision": "ok", "approved_by": "{{ x }}"},
+            "kaiops_rollout_on_failed_gate.approved_by",
+        ),
+        (
+            "reproduce",
+            "kaiops_reproduce_override_reason",
+            "{{ lookup('pipe','id') }}",
+            "kaiops_reproduce_override_reason",
+        ),
+    ],
+)
+def test_a_field_a_person_writes_that_holds_a_template_is_refused_and_not_recorded(
+    playbook, name, value, field
+):
+    given = {"kaiops_rollout_rollback_bundle": "/b"}
+    result = rules.check(playbook, given, raw={name: value}, paths={"/b": "dir"})
+    assert fields(result) == [field]
+    assert "{{" not in json.dumps(result["request"]) and "uid=" not in json.dumps(result)
+
+
+def test_a_template_elsewhere_is_not_a_persons_field():
+    assert rules.check("inventory", {"kaiops_kubeconfig": "/k"}, raw={}, paths={"/k": "file"})[
+        "passed"
+    ]
+
+
+# ---------------------------------------------------------------- paths and types (items 1, 6, 8)
+
+
+def test_a_kubeconfig_that_is_a_directory_is_named_so():
+    result = rules.check("recovery", {"kaiops_kubeconfig": "/etc"}, paths={"/etc": "dir"})
+    assert (
+        result["problems"][0]["message"]
+        == "kaiops_kubeconfig: /etc is a directory, not a kubeconfig file"
+    )
+
+
+@pytest.mark.parametrize(
+    ("bundle", "kind", "says"),
+    [
+        (["a", "b"], None, "got a list"),
+        ("", None, "is missing"),
+        ("/gone", "missing", "is not a bundle"),
+        ("/f", "file", "is a file"),
+    ],
+)
+def test_rollback_refuses_a_bad_bundle(bundle, kind, says):
+    result = rules.check(
+        "rollback", {"kaiops_rollout_rollback_bundle": bundle}, paths={bundle: kind} if kind else {}
+    )
+    assert fields(result) == ["kaiops_rollout_rollback_bundle"]
+    assert says in result["problems"][0]["message"]
+
+
+def test_recovery_steps_given_as_one_string_are_not_read_letter_by_letter():
+    result = rules.check("recovery", {"kai_recovery_steps": "delete_orphan_configmaps"})
+    assert result["problems"][0]["message"].startswith("kai_recovery_steps: must be a list")
+    assert "'d'" not in result["problems"][0]["message"]
+
+
+def test_gpu_access_names_the_choices_instead_of_an_argument_spec_dump():
+    result = rules.check("gpu_access", {"kaiops_gpu_access_expected_isolation": "bogus"})
+    assert result["problems"][0]["fix"] == "give one of none, time-slicing, mig, mps, hami-core"
+
+
+def test_an_evidence_store_that_cannot_be_written_refuses_with_the_fix():
+    result = rules.check("inventory", {}, evidence={"problem": "the evidence root /x is a file"})
+    assert fields(result) == ["evidence store"]
+    assert "KAIOPS_EVIDENCE_ROOT" in result["problems"][0]["fix"]
+
+
+def test_the_refusal_report_lists_each_item_with_its_fix():
+    found = rules.check("inventory", {"kaiops_thresholds": []})["problems"]
+    document = report.build("inventory", {"c1": found}, "2026-01-01T00:00:00Z")
+    assert document["decision"] == "refused" and document["refused_by"] == "request"
+    assert document["clusters"]["c1"]["items"][0]["fix"]
+    assert "| c1 | kaiops_thresholds |" in report.render_markdown(document)
+
+
+# ---------------------------------------------------------------- the bundle's status (item 8)
+
+
+def test_a_run_that_ends_without_its_report_is_never_complete(tmp_path):
+    playbook = {"path": "/x/playbooks/recovery.yml"}
+    assert callback._end_status(str(tmp_path), playbook)[0] == "incomplete"
+    (tmp_path / "recovery.json").write_text(
+        json.dumps({"decision": "refused", "refused_by": "request"})
+    )
+    assert callback._end_status(str(tmp_path), playbook)[0] == "refused"
+    (tmp_path / "recovery.json").write_text(json.dumps({"summary": {}}))
+    assert callback._end_status(str(tmp_path), playbook)[0] == "complete"
+    assert callback._end_status(str(tmp_path), {"path": "/x/converge.yml"})[0] == "complete"
+
+
+def test_nan_is_never_a_number_a_gate_holds_a_figure_to():
+    assert not math.isfinite(NAN)  # the premise: NaN > 2 and NaN <= 2 are both false
+    problem = rules.check("reproduce", {"kaiops_reproduce_window_s": NAN})["problems"]
+    assert problem and problem[0]["field"] == "kaiops_reproduce_window_s"
