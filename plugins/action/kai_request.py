@@ -15,12 +15,27 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
+import yaml
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.request import rules
 from ansible_collections.kaiops.runbooks.plugins.plugin_utils import paths, run_context
 from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import KaiopsModuleAction
 
 BUNDLE = "kaiops_rollout_rollback_bundle"
 KUBECONFIG = "kaiops_kubeconfig"
+COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def role_options(role):
+    """The options of the collection's role ``role`` (its meta/argument_specs.yml), or None."""
+    path = os.path.join(COLLECTION, "roles", role, "meta", "argument_specs.yml")
+    try:
+        with open(path) as handle:
+            return yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return None
 
 
 class ActionModule(KaiopsModuleAction):
@@ -32,7 +47,9 @@ class ActionModule(KaiopsModuleAction):
         raw = {name: task_vars[name] for name in rules.HUMAN if name in task_vars}
         templated = {name for name, _field in rules.templated_fields(raw)}
         given, errors = {}, {}
-        for name in table["vars"]:
+        role = table.get("role")
+        mine = [n for n in task_vars if role and isinstance(n, str) and n.startswith(role + "_")]
+        for name in list(table["vars"]) + mine:
             if name not in task_vars or name in templated:
                 continue
             try:
@@ -48,6 +65,7 @@ class ActionModule(KaiopsModuleAction):
             given[BUNDLE] = resolved
             found[resolved] = paths.kind(resolved)
         out = {
+            "role_options": role_options(role) if role else None,
             "given": given,
             "raw": raw,
             "names": sorted(name for name in task_vars if name.startswith("kaiops_")),

@@ -59,6 +59,11 @@ options:
   errors:
     description: Variable -> why it could not be templated. Default - given by the action plugin.
     type: dict
+  role_options:
+    description:
+      - The options of the playbook's role (its C(meta/argument_specs.yml)), which judge the role
+        variables given for the host. Default - read by the action plugin.
+    type: dict
   evidence_problem:
     description: Why the evidence store cannot hold the run's bundle. Default - from the run's
       context.
@@ -142,6 +147,7 @@ def argspec():
             "paths": {"type": "dict"},
             "errors": {"type": "dict"},
             "evidence_problem": {"type": "str"},
+            "role_options": {"type": "dict"},
             "refusals": {"type": "dict"},
             "all_refused": {"type": "bool", "default": False},
         },

@@ -63,7 +63,20 @@ values = st.recursive(
     ),
     max_leaves=12,
 )
-known = sorted(set(VARIABLES) | {n for t in rules.PLAYBOOKS.values() for n in t["vars"]})
+ROLE_VARS = [
+    "kai_gpu_access_expected_isolation",
+    "kai_gpu_access_require_sharing",
+    "kai_recovery_window_s",
+    "kai_recovery_namespaces",
+    "kai_reproduce_cases",
+    "kai_reproduce_window_s",
+    "kai_inventory_restart_threshold",
+    "kai_inventory_operation",
+    "kai_recovery_wndow_s",
+]
+known = sorted(
+    set(VARIABLES) | {n for t in rules.PLAYBOOKS.values() for n in t["vars"]} | set(ROLE_VARS)
+)
 names = st.sampled_from(known) | st.text(max_size=20).map(lambda s: "kaiops_" + s)
 requests = st.dictionaries(names, values, max_size=8)
 path_kinds = st.dictionaries(
@@ -75,6 +88,19 @@ def strict(data):
     return json.loads(
         canonical_json(data), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))
     )
+
+
+ROLE_OPTIONS = {}
+
+
+def role_options(playbook):
+    """The options of the playbook's role, as the action plugin reads them."""
+    from ansible_collections.kaiops.runbooks.plugins.action.kai_request import role_options as read
+
+    role = rules.PLAYBOOKS[playbook].get("role")
+    if role and role not in ROLE_OPTIONS:
+        ROLE_OPTIONS[role] = read(role)
+    return ROLE_OPTIONS.get(role)
 
 
 @SETTINGS
@@ -90,7 +116,13 @@ def test_every_request_validates_or_is_refused_naming_a_field(
     playbook, given_, raw, extra, paths, evidence
 ):
     result = rules.check(
-        playbook, given_, raw=raw, names=list(given_) + extra, paths=paths, evidence=evidence
+        playbook,
+        given_,
+        raw=raw,
+        names=list(given_) + extra,
+        paths=paths,
+        evidence=evidence,
+        role_options=role_options(playbook),
     )
     assert set(result) == {"passed", "problems", "request"}
     assert result["passed"] is (not result["problems"])

@@ -268,3 +268,36 @@ def test_nan_is_never_a_number_a_gate_holds_a_figure_to():
     assert not math.isfinite(NAN)  # the premise: NaN > 2 and NaN <= 2 are both false
     problem = rules.check("reproduce", {"kaiops_reproduce_window_s": NAN})["problems"]
     assert problem and problem[0]["field"] == "kaiops_reproduce_window_s"
+
+
+def role_options(role):
+    import os
+
+    import yaml
+    from conftest import REPO
+
+    with open(os.path.join(REPO, "roles", role, "meta", "argument_specs.yml")) as handle:
+        return yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+
+
+def test_role_variables_given_are_judged_by_the_roles_spec_one_line_each():
+    given = {
+        "kai_gpu_access_expected_isolation": "bogus",
+        "kai_gpu_access_expected_isolaton": "mig",
+        "kai_gpu_access_require_sharing": True,
+    }
+    result = rules.check("gpu_access", given, role_options=role_options("kai_gpu_access"))
+    by_field = {p["field"]: p["message"] for p in result["problems"]}
+    assert sorted(by_field) == [
+        "kai_gpu_access_expected_isolation",
+        "kai_gpu_access_expected_isolaton",
+    ]
+    assert (
+        "must be one of: none, time-slicing, mig, mps, hami-core"
+        in by_field["kai_gpu_access_expected_isolation"]
+    )
+    assert (
+        "did you mean kai_gpu_access_expected_isolation?"
+        in by_field["kai_gpu_access_expected_isolaton"]
+    )
+    assert all(len(m) < 300 for m in by_field.values())  # a line, not an argument-spec dump

@@ -26,8 +26,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import difflib
 import math
 import re
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import finite
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
@@ -44,6 +47,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import 
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", re.ASCII)
 TEMPLATE = re.compile(r"{{|{%|{#")
+# What of a role's argument spec judges one value.
+SPEC_KEYS = ("type", "elements", "choices", "options")
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0", "")
 ISOLATIONS = ("none", "time-slicing", "mig", "mps", "hami-core")
@@ -274,6 +279,7 @@ PLAYBOOKS = {
         "feature": None,
         "names": True,
         "report": "inventory",
+        "role": "kai_inventory",
         "vars": dict(
             CONNECTION,
             kaiops_thresholds=_v(
@@ -288,6 +294,7 @@ PLAYBOOKS = {
         "feature": "reproduce",
         "names": True,
         "report": "report",
+        "role": "kai_reproduce",
         "vars": dict(
             CONNECTION,
             kaiops_kai_chart_ref=_v("text", "give the chart reference as text"),
@@ -317,6 +324,7 @@ PLAYBOOKS = {
         "feature": "recovery",
         "names": True,
         "report": "recovery",
+        "role": "kai_recovery",
         "vars": dict(
             CONNECTION,
             kai_recovery_steps=_v(
@@ -332,6 +340,7 @@ PLAYBOOKS = {
         "feature": "gpu_access",
         "names": True,
         "report": "gpu_access",
+        "role": "kai_gpu_access",
         "vars": dict(
             CONNECTION,
             kaiops_gpu_access_allow_non_disposable=_v("bool", "give true or false"),
@@ -440,7 +449,9 @@ def _unknown(names, table):
     return out
 
 
-def check(playbook, given, raw=None, names=None, paths=None, evidence=None, errors=None):
+def check(
+    playbook, given, raw=None, names=None, paths=None, evidence=None, errors=None, role_options=None
+):
     """Judge one host's request for ``playbook``; never raises.
 
     ``given``: variable -> value as Ansible templated it (human fields written as templates are
@@ -448,11 +459,13 @@ def check(playbook, given, raw=None, names=None, paths=None, evidence=None, erro
     template check; ``names``: every variable name set for the host; ``paths``: path as given ->
     ``file``, ``dir``, ``missing`` or ``unreadable`` (the controller looked); ``evidence``:
     ``{problem}`` when the evidence store cannot be written; ``errors``: variable -> why Ansible
-    could not template it. Returns ``{passed, problems,
+    could not template it; ``role_options``: the options of the playbook's role
+    (``meta/argument_specs.yml``), which judge the role variables given (``-e``, inventory) before
+    the role's own check would print its whole argument spec. Returns ``{passed, problems,
     request}``: ``request`` holds the values as read, a refused human field replaced by a note.
     """
     try:
-        return _check(playbook, given, raw, names, paths, evidence, errors)
+        return _check(playbook, given, raw, names, paths, evidence, errors, role_options)
     except Exception as exc:  # noqa: BLE001 - a refusal, never a traceback
         found = [
             problem(
@@ -464,7 +477,7 @@ def check(playbook, given, raw=None, names=None, paths=None, evidence=None, erro
         return {"passed": False, "problems": found, "request": {}}
 
 
-def _check(playbook, given, raw, names, paths, evidence, errors):
+def _check(playbook, given, raw, names, paths, evidence, errors, role_options):
     table = PLAYBOOKS.get(playbook)
     if table is None:
         return {
@@ -505,7 +518,39 @@ def _check(playbook, given, raw, names, paths, evidence, errors):
         request[name] = value
         if why:
             found.append(problem(name, why, spec["fix"]))
+    found.extend(_role_variables(table, given, templated, role_options))
     return {"passed": not found, "problems": found, "request": finite(request)}
+
+
+def _role_variables(table, given, templated, options):
+    """The role's own variables given for the host, judged by the role's argument spec, one
+    problem each; an unknown one named with the nearest."""
+    role = table.get("role")
+    if not role or not isinstance(options, dict):
+        return []
+    out = []
+    for name in sorted(n for n in given if isinstance(n, str) and n.startswith(role + "_")):
+        if name in table["vars"] or name in templated or name.endswith("__output"):
+            continue
+        fix = "see roles/%s/meta/argument_specs.yml" % role
+        if name not in options:
+            near = difflib.get_close_matches(name, list(options), 1, 0.6)
+            text = "unknown variable %s%s" % (name, " (did you mean %s?)" % near[0] if near else "")
+            out.append({"field": name, "message": text, "fix": fix})
+            continue
+        spec = {k: v for k, v in options[name].items() if k in SPEC_KEYS}
+        try:
+            checked = ArgumentSpecValidator({name: spec}).validate({name: given[name]})
+        except Exception as exc:  # noqa: BLE001 - a spec the validator cannot use
+            out.append(problem(name, "cannot be judged (%s)" % type(exc).__name__, fix))
+            continue
+        errors = [str(e) for e in checked.errors]
+        value = checked.validated_parameters.get(name)
+        if not errors and isinstance(value, float) and not math.isfinite(value):
+            errors = ["must be a finite number, got %s" % value]
+        if errors:
+            out.append(problem(name, "; ".join(errors), fix))
+    return out
 
 
 def message(cluster, problems):

@@ -59,6 +59,7 @@ def run_request(module, now=None):
         paths=params.get("paths") or {},
         evidence={"problem": params.get("evidence_problem")},
         errors=params.get("errors") or {},
+        role_options=params.get("role_options"),
     )
     module.exit_json(
         changed=False,
