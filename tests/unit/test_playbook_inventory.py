@@ -127,7 +127,7 @@ def test_inventory_check_mode_changes_nothing(tmp_path, clusters):
         (
             {"kaiops_kubeconfig": "/nonexistent/kubeconfig"},
             [],
-            "kai_inventory_kubeconfig '/nonexistent/kubeconfig' does not exist on the controller",
+            "kaiops_kubeconfig: /nonexistent/kubeconfig does not exist on the controller",
         ),
         (
             {"kaiops_context": "prod-typo"},

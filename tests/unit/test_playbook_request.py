@@ -25,6 +25,13 @@ REQUEST = {
 }
 
 
+def kubeconfig(tmp_path):
+    """A kubeconfig file whose server nobody answers: the request is judged, nothing is read."""
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    return str(path)
+
+
 def run(tmp_path, playbook, hosts, *args, env_extra=None):
     inventory = tmp_path / "hosts.yml"
     playbook_run.write_inventory(inventory, hosts)
@@ -109,7 +116,7 @@ def test_reproduce_refuses_a_typo_and_a_templated_override_reason_with_its_repor
     done, bundle = run(
         tmp_path,
         "playbooks/reproduce.yml",
-        {"c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig"}},
+        {"c1": {"kaiops_kubeconfig": kubeconfig(tmp_path)}},
         "-e",
         "kaiops_reproduce_windw_s=30",
         "-e",
@@ -129,7 +136,7 @@ def test_reproduce_refuses_a_typo_and_a_templated_override_reason_with_its_repor
 def test_inventory_refuses_list_thresholds_and_a_directory_kubeconfig(tmp_path):
     hosts = {
         "c1": {
-            "kaiops_kubeconfig": "/nonexistent/kubeconfig",
+            "kaiops_kubeconfig": kubeconfig(tmp_path),
             "kaiops_thresholds": [{"component_restarts_max": 3}],
         },
         "c2": {"kaiops_kubeconfig": str(tmp_path)},
@@ -149,7 +156,7 @@ def test_recovery_refuses_steps_given_as_one_string_and_a_typo(tmp_path):
     done, bundle = run(
         tmp_path,
         "playbooks/recovery.yml",
-        {"c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig", "kaiops_recovery_steps": []}},
+        {"c1": {"kaiops_kubeconfig": kubeconfig(tmp_path), "kaiops_recovery_steps": []}},
         "-e",
         "kai_recovery_steps=delete_orphan_configmaps",
     )
@@ -163,7 +170,7 @@ def test_gpu_access_names_the_choices_without_an_argument_spec_dump(tmp_path):
     done, bundle = run(
         tmp_path,
         "playbooks/gpu_access.yml",
-        {"c1": {"kaiops_kubeconfig": "/nonexistent/kubeconfig"}},
+        {"c1": {"kaiops_kubeconfig": kubeconfig(tmp_path)}},
         "-e",
         "kaiops_gpu_access_expected_isolation=timeslicing",
         "-e",
@@ -190,3 +197,19 @@ def test_an_evidence_root_that_is_a_file_stops_the_run_before_the_cluster(tmp_pa
     assert "is a file, not a folder" in out and "KAIOPS_EVIDENCE_ROOT=<dir>" in out
     assert "enable the kaiops.runbooks.evidence callback" not in out
     assert "kai_inventory : Read" not in out and "TASK [kaiops.runbooks.kai_inventory" not in out
+
+
+def test_reproduce_writes_its_report_when_its_own_plan_refuses_the_cluster(tmp_path):
+    done, bundle = run(
+        tmp_path,
+        "playbooks/reproduce.yml",
+        {"c1": {"kaiops_kubeconfig": kubeconfig(tmp_path)}},
+        "-e",
+        "kaiops_reproduce_allow_non_disposable=true",  # no override reason: the plan refuses
+    )
+    assert_refused_before_any_cluster(done, bundle)
+    report = strict_json(os.path.join(bundle, "report.json"))
+    (item,) = report["clusters"]["c1"]["items"]
+    assert item["field"] == "kai_reproduce_allow_non_disposable" and item["fix"]
+    with open(os.path.join(bundle, "status")) as handle:
+        assert handle.read().strip() == "refused"

@@ -213,7 +213,9 @@ def _kubeconfig(value, spec):
     kind = (spec.get("paths") or {}).get(value)
     if kind == "dir":
         return value, "%s is a directory, not a kubeconfig file" % value
-    # A missing file is left to the playbook: its report says the cluster could not be read.
+    if kind == "missing" and spec.get("must_exist"):
+        return value, "%s does not exist on the controller" % value
+    # rollout.yml and rollback.yml record a missing one as their cluster gate (reachable).
     if kind == "unreadable":
         return value, "%s cannot be read by this user" % value
     return _ok(value)
@@ -261,13 +263,19 @@ def _v(kind, fix, **spec):
     return dict(spec, kind=kind, fix=fix)
 
 
+KUBECONFIG_FIX = (
+    "set kaiops_kubeconfig for the host to its kubeconfig file, or leave it out for KUBECONFIG "
+    "(the lab's: make -s lab-kubeconfig)"
+)
 CONNECTION = {
-    "kaiops_kubeconfig": _v(
-        "kubeconfig", "set kaiops_kubeconfig for the host to its kubeconfig file (or leave it out)"
-    ),
+    "kaiops_kubeconfig": _v("kubeconfig", KUBECONFIG_FIX),
     "kaiops_context": _v("text", "set kaiops_context to a context name of the kubeconfig"),
     "kaiops_kai_namespace": _v("dns_label", "set kaiops_kai_namespace to KAI's namespace"),
 }
+# The playbooks whose roles refuse a kubeconfig that does not exist refuse it here, with a report.
+CONNECTION_CHECKED = dict(
+    CONNECTION, kaiops_kubeconfig=_v("kubeconfig", KUBECONFIG_FIX, must_exist=True)
+)
 OWNER = {"kaiops_change_owner": _v("text", "write who answers for the change, as text")}
 WAIVER_FIELDS = ("reason", "approved_by")
 
@@ -281,7 +289,7 @@ PLAYBOOKS = {
         "report": "inventory",
         "role": "kai_inventory",
         "vars": dict(
-            CONNECTION,
+            CONNECTION_CHECKED,
             kaiops_thresholds=_v(
                 "thresholds",
                 "give kaiops_thresholds as a mapping, e.g. {component_restarts_max: 0}",
@@ -296,7 +304,7 @@ PLAYBOOKS = {
         "report": "report",
         "role": "kai_reproduce",
         "vars": dict(
-            CONNECTION,
+            CONNECTION_CHECKED,
             kaiops_kai_chart_ref=_v("text", "give the chart reference as text"),
             kaiops_kai_helm_values=_v("mapping", "give kaiops_kai_helm_values as a mapping"),
             kaiops_reproduce_cases=_v("list", "give a list of cases", choices=REPRODUCE_CASES),
@@ -326,7 +334,7 @@ PLAYBOOKS = {
         "report": "recovery",
         "role": "kai_recovery",
         "vars": dict(
-            CONNECTION,
+            CONNECTION_CHECKED,
             kai_recovery_steps=_v(
                 "list",
                 'give kai_recovery_steps as a list, e.g. -e \'{"kai_recovery_steps": '
@@ -342,7 +350,7 @@ PLAYBOOKS = {
         "report": "gpu_access",
         "role": "kai_gpu_access",
         "vars": dict(
-            CONNECTION,
+            CONNECTION_CHECKED,
             kaiops_gpu_access_allow_non_disposable=_v("bool", "give true or false"),
             kaiops_gpu_access_require_sharing=_v("bool", "give true or false"),
             kaiops_gpu_access_expected_isolation=_v(
@@ -550,6 +558,22 @@ def _role_variables(table, given, templated, options):
             errors = ["must be a finite number, got %s" % value]
         if errors:
             out.append(problem(name, "; ".join(errors), fix))
+    return out
+
+
+def as_problems(items, playbook):
+    """Problems out of what a playbook's own check returned: a problem as is, a text as the
+    problem of the option it starts with (``kai_reproduce_cases: unknown case ...``)."""
+    out = []
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, dict) and item.get("field") and item.get("message"):
+            out.append({k: str(item.get(k) or "") for k in ("field", "message", "fix")})
+            continue
+        text = str(item)
+        field = re.split(r"[\s:]", text.strip(), maxsplit=1)[0] or playbook
+        out.append(
+            {"field": field, "message": text, "fix": "fix %s (docs/%s.md)" % (field, playbook)}
+        )
     return out
 
 

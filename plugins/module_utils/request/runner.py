@@ -33,7 +33,9 @@ def run_request(module, now=None):
         document = report.build(
             playbook,
             {
-                host: (found.get("problems") if isinstance(found, dict) else found) or []
+                host: rules.as_problems(
+                    (found.get("problems") if isinstance(found, dict) else found) or [], playbook
+                )
                 for host, found in params["refusals"].items()
             },
             moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
