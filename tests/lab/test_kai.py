@@ -288,7 +288,7 @@ def test_kai_install_shape_is_operator_and_hooks(kube, lab, started_with):
         "Reconciling": ("False", "reconciled"),
         "Deployed": ("True", "deployed"),
         "Available": ("True", "available"),
-        "DependenciesFulfilled": ("True", "ready"),
+        "DependenciesFulfilled": ("True", "dependencies_fulfilled"),
         "Ready": ("True", "ready"),
     }
     # the webhook serving certificate is the operator's, and the webhooks trust it

@@ -21,6 +21,8 @@ const (
 	ReasonDeployed   = "deployed"
 	ReasonAvailable  = "available"
 	ReasonReady      = "ready"
+	// Seen on the real KAI's operator (v0.16.13 and v0.16.14 built from source, on the lab).
+	ReasonDependenciesFulfilled = "dependencies_fulfilled"
 )
 
 // RolledOut is Kubernetes' rollout rule (kubectl rollout status): the controller saw
@@ -69,15 +71,18 @@ func Conditions(o Observation) []metav1.Condition {
 	}
 	deployed := o.ApplyErr == nil
 	available := deployed && len(pending) == 0
-	applied := "every owned object applied"
+	// The healthy messages are the real operator's words; the unhealthy ones are ours.
+	applied := "Resources deployed"
 	if !deployed {
 		applied = "failed to apply: " + o.ApplyErr.Error()
 	}
-	avail := "every component Deployment rolled out"
+	avail := "System available"
 	if len(pending) > 0 {
 		avail = "waiting for " + strings.Join(pending, ", ")
+	} else if !deployed {
+		avail = "not available: " + applied
 	}
-	ready := "ready"
+	ready := "System is ready"
 	if !available {
 		ready = "not ready: " + avail
 		if !deployed {
@@ -86,10 +91,10 @@ func Conditions(o Observation) []metav1.Condition {
 	}
 	return []metav1.Condition{
 		// Reconciling stays true while the last reconcile could not apply everything.
-		cond(Reconciling, !deployed, ReasonReconciled, applied),
+		cond(Reconciling, !deployed, ReasonReconciled, map[bool]string{true: "Reconciliation completed successfully", false: applied}[deployed]),
 		cond(Deployed, deployed, ReasonDeployed, applied),
 		cond(Available, available, ReasonAvailable, avail),
-		cond(DependenciesFulfilled, deployed, ReasonReady, "no dependencies to wait for"),
+		cond(DependenciesFulfilled, deployed, ReasonDependenciesFulfilled, "Dependencies are fulfilled"),
 		cond(Ready, available, ReasonReady, ready),
 	}
 }

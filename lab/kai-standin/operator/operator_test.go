@@ -280,7 +280,7 @@ func TestConditions(t *testing.T) {
 		availMsg string
 	}{
 		{"all rolled out", Observation{Generation: 3, Wanted: wanted, Deployments: done},
-			map[string]metav1.ConditionStatus{Reconciling: "False", Deployed: "True", Available: "True", DependenciesFulfilled: "True", Ready: "True"}, "rolled out"},
+			map[string]metav1.ConditionStatus{Reconciling: "False", Deployed: "True", Available: "True", DependenciesFulfilled: "True", Ready: "True"}, "System available"},
 		{"one missing", Observation{Generation: 3, Wanted: wanted, Deployments: map[string]*appsv1.Deployment{"binder": done["binder"]}},
 			map[string]metav1.ConditionStatus{Reconciling: "False", Deployed: "True", Available: "False", Ready: "False"}, "admission (not found)"},
 		{"new generation not yet observed", Observation{Generation: 3, Wanted: wanted, Deployments: map[string]*appsv1.Deployment{"binder": dep("binder", 3, 2, 1, 1, 1), "admission": done["admission"]}},
@@ -288,9 +288,9 @@ func TestConditions(t *testing.T) {
 		{"old pod still there", Observation{Generation: 3, Wanted: wanted, Deployments: map[string]*appsv1.Deployment{"binder": dep("binder", 2, 2, 1, 1, 2), "admission": done["admission"]}},
 			map[string]metav1.ConditionStatus{Available: "False", Ready: "False"}, "binder"},
 		{"apply failed", Observation{Generation: 3, ApplyErr: errors.New("boom"), Wanted: wanted, Deployments: done},
-			map[string]metav1.ConditionStatus{Reconciling: "True", Deployed: "False", Available: "False", DependenciesFulfilled: "False", Ready: "False"}, "rolled out"},
+			map[string]metav1.ConditionStatus{Reconciling: "True", Deployed: "False", Available: "False", DependenciesFulfilled: "False", Ready: "False"}, "failed to apply"},
 	}
-	reasons := map[string]string{Reconciling: "reconciled", Deployed: "deployed", Available: "available", DependenciesFulfilled: "ready", Ready: "ready"}
+	reasons := map[string]string{Reconciling: "reconciled", Deployed: "deployed", Available: "available", DependenciesFulfilled: "dependencies_fulfilled", Ready: "ready"}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Conditions(tc.obs)
