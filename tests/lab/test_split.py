@@ -14,9 +14,19 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from kailab import kai
 from test_canary import BIN, REPO, WAIVER, run_env
-from test_kai_rollback import helm, history, release, upgrade_to, versions  # noqa: F401
+from test_kai_rollback import helm, history, release, upgrade_to
+
+
+@pytest.fixture()
+def pair(lab):
+    """(older, newer) releases of the pair; the lab is on the older one before and after."""
+    older, newer = kai.resolve("pre"), kai.resolve("patched")
+    kai.install(lab, older)
+    yield older, newer
+    kai.install(lab, older)
 
 
 def playbook(lab, root: Path, *argv: str) -> tuple[subprocess.CompletedProcess, Path]:
@@ -30,12 +40,8 @@ def playbook(lab, root: Path, *argv: str) -> tuple[subprocess.CompletedProcess, 
     return done, folders[0]
 
 
-def test_a_split_install_is_named_by_inventory_and_refused_by_preflight(
-    lab,
-    versions,
-    tmp_path,  # noqa: F811 (the fixture of test_kai_rollback)
-):
-    older, newer = versions
+def test_a_split_install_is_named_by_inventory_and_refused_by_preflight(lab, pair, tmp_path):
+    older, newer = pair
     if history(lab)[-1]["description"] != "Upgrade complete":
         upgrade_to(lab, older)  # an upgrade revision at the older release
     old_rev = release(lab)["revision"]
