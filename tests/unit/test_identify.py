@@ -91,7 +91,7 @@ def test_helm_rollback_to_an_upgrade_revision_is_a_split():
 def test_conditions_of_an_older_generation_are_not_rolled_out():
     # The operator has not reconciled the Config the hook just applied: the components may
     # still be the old ones, whatever helm says.
-    deps, _ = install("v1")
+    deps, _cfg = install("v1")
     ident = I.analyse(deps, config("v1", generation=4, observed=3))
     assert not ident["all_rolled_out"]
     ok, reasons = I.rolled_out(ident, "v1")
@@ -108,7 +108,7 @@ def test_conditions_of_an_older_generation_are_not_rolled_out():
     ],
 )
 def test_operator_install_needs_its_config(cfg, reason):
-    deps, _ = install("v1")
+    deps, _cfg = install("v1")
     ident = I.analyse(deps, cfg or None)
     ok, reasons = I.rolled_out(ident, "v1")
     assert not ok and reason in reasons
@@ -186,7 +186,7 @@ def test_wait_gives_up_at_the_bound_with_the_reasons():
             return {}
 
     now = [0.0]
-    _, took, ok, reasons = I.wait_rolled_out(
+    _ident, took, ok, reasons = I.wait_rolled_out(
         Client(),
         "kai-scheduler",
         "v2",
