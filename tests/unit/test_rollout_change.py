@@ -777,3 +777,30 @@ def test_change_cost_over_the_probes_lifetimes():
     assert cost["gpus"] == 2 and cost["completed_valid_jobs"] == 1
     assert cost["available_gpu_hours"] == "0.02"  # 2 GPUs x 36 s
     assert "Busy time is not useful throughput" in cost["markdown"]
+
+
+def test_a_rehearsal_on_another_implementation_does_not_count():
+    """Found on the lab: the stand-in's rehearsal of v0.16.14 -> v0.16.13 approved the real KAI's
+    first rollout of the same pair on the same cluster."""
+    report = {
+        "kind": "rollout",
+        "clusters": {
+            "lab": {
+                "decision": "rolled_back",
+                "current_version": "v2",
+                "implementation_label": "KAI stand-in",
+                "change": {
+                    "operation": "rollback",
+                    "before": {"version": "v1"},
+                    "rollback": {"status": "done", "verified": True, "version": "v1"},
+                },
+            }
+        },
+    }
+    runs = [{"bundle": "b1", "report": report, "verified": True}]
+    pair = {"from": "v2", "to": "v1", "implementation": "KAI"}
+    cited, rejected = C.find_rehearsal(runs, "lab", pair)
+    assert cited is None
+    assert rejected[0]["problem"] == "rehearsed on KAI stand-in, this change runs on KAI"
+    cited, _ = C.find_rehearsal(runs, "lab", dict(pair, implementation="KAI stand-in"))
+    assert cited["bundle"] == "b1"

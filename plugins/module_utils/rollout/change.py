@@ -255,6 +255,8 @@ def rehearsal_pair(record):
     return {
         "from": app_version((record.get("request") or {}).get("kai_version")),
         "to": app_version((change.get("before") or {}).get("version")),
+        # a rehearsal on another implementation (the lab's stand-in for KAI) does not count
+        "implementation": record.get("implementation_label"),
     }
 
 
@@ -294,6 +296,7 @@ def rehearsal_of(report, name):
         "time_to_restore_s": rollback.get("time_to_restore_s"),
         "time_to_verified_s": rollback.get("time_to_verified_s"),
         "generated_at": report.get("generated_at"),
+        "implementation": entry.get("implementation_label"),
     }
     recorded = app_version((change.get("before") or {}).get("version"))
     problems = []
@@ -351,6 +354,10 @@ def find_rehearsal(runs, cluster, pair, group=None, peers=()):
             if not found or (found["from"], found["to"]) != (pair["from"], pair["to"]):
                 continue
             found["bundle"] = run["bundle"]
+            ran_on, runs_on = found.get("implementation"), pair.get("implementation")
+            if found["passed"] and ran_on and runs_on and ran_on != runs_on:
+                found["passed"] = False
+                found["problem"] = "rehearsed on %s, this change runs on %s" % (ran_on, runs_on)
             if name != cluster:
                 found["group"] = group
             if found["passed"] and not run.get("verified"):
