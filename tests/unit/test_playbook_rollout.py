@@ -255,6 +255,7 @@ def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
         "to": PRE,
         "group": "eu",
         "peers": ["c2"],
+        "implementation": "KAI",
     }
     markdown = open(os.path.join(bundle, "report.md")).read()
     assert "| Regression waiver | unit test (approved by pytest) |" in markdown
