@@ -33,8 +33,6 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 CONFIG_CONDITIONS = ("Reconciling", "Deployed", "Available", "DependenciesFulfilled", "Ready")
 # What the identity keeps of helm's status (never the values it also carries).
 HELM_KEYS = ("release", "revision", "status", "chart", "app_version", "changed_by_this_run")
-# Helm release states from which `helm upgrade` cannot run (a rollback or reinstall is needed).
-STUCK_HELM_STATES = ("failed", "pending-install", "pending-upgrade", "pending-rollback")
 
 
 def tag_of(image):

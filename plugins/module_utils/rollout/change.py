@@ -33,6 +33,7 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import release_version
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import type_name
 
@@ -226,12 +227,8 @@ def revision(value):
         return None
 
 
-def app_version(text):
-    """v0.16.13 from a chart app version such as v0.16.13+standin."""
-    if not text:
-        return None
-    text = str(text).split("+", 1)[0]
-    return text if text.startswith("v") else "v" + text
+# v0.16.13 from a chart app version such as v0.16.13+standin: the one reading (kai/identify).
+app_version = release_version
 
 
 # ---------------------------------------------------------------- the rollback rehearsal
