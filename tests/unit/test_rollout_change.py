@@ -802,5 +802,5 @@ def test_a_rehearsal_on_another_implementation_does_not_count():
     cited, rejected = C.find_rehearsal(runs, "lab", pair)
     assert cited is None
     assert rejected[0]["problem"] == "rehearsed on KAI stand-in, this change runs on KAI"
-    cited, _ = C.find_rehearsal(runs, "lab", dict(pair, implementation="KAI stand-in"))
+    cited = C.find_rehearsal(runs, "lab", dict(pair, implementation="KAI stand-in"))[0]
     assert cited["bundle"] == "b1"
