@@ -19,6 +19,11 @@ EVIDENCE_ARG_SPEC = {
     "evidence_dir": {"type": "path"},
 }
 
+# doc_fragments/report.py documents this: the modules that render a report from templates.
+REPORT_ARG_SPEC = {
+    "template_dir": {"type": "path"},
+}
+
 
 def merge_specs(*specs):
     """One argument spec out of several; later dicts win."""

@@ -31,6 +31,7 @@ description:
   - Never fails because a request was refused; the caller decides.
 extends_documentation_fragment:
   - kaiops.runbooks.evidence
+  - kaiops.runbooks.report
   - kaiops.runbooks.attributes
 options:
   playbook:
@@ -128,6 +129,7 @@ evidence_dir:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     EVIDENCE_ARG_SPEC,
+    REPORT_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.request.runner import run_request
@@ -138,6 +140,7 @@ PLAYBOOKS = ["inventory", "reproduce", "recovery", "gpu_access", "rollout", "rol
 def argspec():
     return merge_specs(
         EVIDENCE_ARG_SPEC,
+        REPORT_ARG_SPEC,
         {
             "playbook": {"type": "str", "required": True, "choices": PLAYBOOKS},
             "cluster": {"type": "str"},

@@ -12,10 +12,12 @@ built on ``KaiopsModuleAction``. Before the module runs it:
    searches the evidence store its root (``evidence_root``), from the play's run context
    (``plugin_utils/run_context.py``, registered by the evidence callback) - no environment
    variable is involved;
-3. drops the connection options (``kubeconfig``, ``context``, ``request_timeout``) that
+3. gives a module that renders a report the collection's templates folder (``template_dir``):
+   a module runs from a zip that holds Python files only;
+4. drops the connection options (``kubeconfig``, ``context``, ``request_timeout``) that
    ``module_defaults: group/kaiops.runbooks.kai`` gives every module of the group, for modules
    that do not reach a cluster;
-4. runs the module on the controller, in the Python that runs Ansible (where the collection's
+5. runs the module on the controller, in the Python that runs Ansible (where the collection's
    requirements are installed), whatever the host's connection: a host of this collection is
    a Kubernetes cluster, reached through its API server with a kubeconfig on the controller.
 
@@ -27,6 +29,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import importlib
+import os
 import sys
 
 from ansible.plugins.action import ActionBase
@@ -36,6 +39,7 @@ from ansible_collections.kaiops.runbooks.plugins.plugin_utils import releases, r
 
 MODULES_PACKAGE = "ansible_collections.kaiops.runbooks.plugins.modules"
 CONNECTION_OPTIONS = ("kubeconfig", "context", "request_timeout")
+TEMPLATE_DIR = os.path.join(releases.COLLECTION_ROOT, "templates", "reports")
 
 
 def module_code(resolved_action):
@@ -53,6 +57,8 @@ def controller_args(code, args, context, facts=None):
     for option, dotted in getattr(code, "RELEASE_DEFAULTS", {}).items():
         if out.get(option) is None:
             out[option] = releases.value(dotted, facts)
+    if "template_dir" in spec and not out.get("template_dir"):
+        out["template_dir"] = TEMPLATE_DIR
     if context:
         if "evidence_dir" in spec and not out.get("evidence_dir"):
             out["evidence_dir"] = context["dir"]

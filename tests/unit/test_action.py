@@ -70,3 +70,13 @@ def test_connection_options_are_dropped_for_modules_that_reach_no_cluster():
     assert not set(defaults) & set(report)
     facts = action.controller_args(code("kai_inventory_facts"), dict(defaults), None)
     assert {k: facts[k] for k in defaults} == defaults
+
+
+def test_report_modules_get_the_collections_templates_folder_unless_given():
+    args = action.controller_args(code("kai_request"), {"playbook": "rollout.yml"}, None)
+    assert os.path.realpath(args["template_dir"]) == os.path.join(REPO, "templates", "reports")
+    assert os.path.isfile(os.path.join(args["template_dir"], "request.md.j2"))
+    own = action.controller_args(code("kai_request"), {"template_dir": "/mine"}, None)
+    assert own["template_dir"] == "/mine"
+    # a module that renders nothing does not get the option (its argspec would refuse it)
+    assert "template_dir" not in action.controller_args(code("kai_snapshot"), {}, None)

@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import markdown
+
 SCHEMA = "kaiops.request/v1"
 
 
@@ -34,24 +36,6 @@ def build(playbook, refusals, generated_at, run=None):
     }
 
 
-def _cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(document):
-    lines = [
-        "# %s: request refused" % document["kind"],
-        "",
-        "Decision: **refused** before any cluster was read (generated %s)."
-        % document["generated_at"],
-        "",
-        "| Cluster | Field | Problem | Fix |",
-        "|---|---|---|---|",
-    ]
-    for name, entry in document["clusters"].items():
-        for item in entry["items"]:
-            lines.append(
-                "| %s | %s | %s | %s |"
-                % (_cell(name), _cell(item["field"]), _cell(item["message"]), _cell(item["fix"]))
-            )
-    return "\n".join(lines) + "\n"
+def render_markdown(document, template_dir=None):
+    """``document`` rendered with ``templates/reports/request.md.j2``."""
+    return markdown.render("request.md.j2", document, template_dir)

@@ -50,7 +50,10 @@ def run_request(module, now=None):
         )
         root, files = write_report(
             module,
-            [("%s.json" % name, document), ("%s.md" % name, report.render_markdown(document))],
+            [
+                ("%s.json" % name, document),
+                ("%s.md" % name, report.render_markdown(document, params.get("template_dir"))),
+            ],
         )
         module.exit_json(changed=False, evidence_dir=root, files=files, decision="refused")
     result = rules.check(
