@@ -83,8 +83,9 @@ def test_rollback_refuses_a_bundle_given_as_a_list_before_it_reads_the_cluster(t
     report = strict_json(os.path.join(bundle, "report.json"))
     assert report["clusters"]["c1"]["decision"] == "refused"
     assert [g["fix"] for g in report["clusters"]["c1"]["gates"] if not g["passed"]]
+    assert report["refused_by"] == "request"
     with open(os.path.join(bundle, "status")) as handle:
-        assert handle.read().strip() == "complete"
+        assert handle.read().strip() == "refused"
 
 
 def test_rollback_resolves_the_documented_bundle_path_from_where_the_command_runs(tmp_path):
@@ -114,6 +115,9 @@ def test_rollout_refuses_waves_serial_cannot_take_and_nan_thresholds_with_its_re
     assert {c["decision"] for c in report["clusters"].values()} == {"refused"}
     assert "wave 'abc' is neither a number of clusters" in out
     assert "bind_latency_p50_s" in out and "not a finite number" in out
+    assert report["refused_by"] == "request"
+    with open(os.path.join(bundle, "status")) as handle:
+        assert handle.read().strip() == "refused"
 
 
 def test_reproduce_refuses_a_typo_and_a_templated_override_reason_with_its_report(tmp_path):

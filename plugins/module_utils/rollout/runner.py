@@ -164,6 +164,20 @@ def _files(report):
     ]
 
 
+def refused_by_request(report):
+    """Whether every cluster was refused on its request alone, before any cluster was read:
+    only request gates were judged and no step after the request ran. The bundle's status then
+    says ``refused`` (the evidence callback reads ``refused_by``), as for the other playbooks'
+    refused requests."""
+    clusters = list((report.get("clusters") or {}).values())
+    return bool(clusters) and all(
+        c["decision"] == "refused"
+        and all(g.get("stage") == "request" for g in c["gates"])
+        and all(s["status"] == "not_run" for s in c["steps"] if s["step"] != "request")
+        for c in clusters
+    )
+
+
 def run_rollout_report(module, now=None):
     params = module.params
     root = params.get("evidence_dir")
@@ -181,6 +195,8 @@ def run_rollout_report(module, now=None):
             pending_steps=params.get("pending_steps"),
             run=run_facts(root),
         )
+        if refused_by_request(report):
+            report["refused_by"] = "request"
         files = _files(report)
     except Exception as exc:  # noqa: BLE001 - every run leaves its report, whatever failed
         error = "%s: %s" % (type(exc).__name__, exc)
