@@ -31,9 +31,10 @@ $(VENV_STAMP):
 	"$(PY)" -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
 	@touch "$@"
 
-lint: $(VENV_STAMP) ## ruff check, ruff format --check, ansible-lint (production profile), ansible-test sanity
+lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, functions at most 60 lines, ansible-lint (production profile), ansible-test sanity
 	$(VENV_ENV) $(RUFF) check .
 	$(VENV_ENV) $(RUFF) format --check .
+	$(PY) tools/function_size.py --max-lines 60 plugins
 	$(VENV_ENV) $(ANSIBLE_LINT)
 	$(MAKE) --no-print-directory sanity
 
