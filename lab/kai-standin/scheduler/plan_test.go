@@ -487,3 +487,111 @@ func TestGangScheduling(t *testing.T) {
 		})
 	}
 }
+
+func brFor(pod, node, group, portion string) api.BindRequest {
+	return api.BindRequest{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "ns"},
+		Spec: api.BindRequestSpec{PodName: pod, SelectedNode: node, SelectedGPUGroups: []string{group},
+			ReceivedResourceType: "Fraction", ReceivedGPU: &api.ReceivedGPU{Count: 1, Portion: portion}}}
+}
+
+// TestSchedulerFaults: each scheduler fault off (the healthy build) and on.
+func TestSchedulerFaults(t *testing.T) {
+	dq := queue("default-queue", nil)
+	two := []corev1.Node{gpuNode("n1", 2, nil)}
+	halves := func() Snapshot {
+		return snap(two, []corev1.Pod{frac("a", 1, "0.5"), frac("b", 2, "0.5"), frac("c", 3, "0.5"), frac("d", 4, "0.5")})
+	}
+	gangAndSingle := func() Snapshot {
+		return gangSnap(two, dq, []corev1.Pod{whole("single", 9, 1)},
+			func() ([]corev1.Pod, api.PodGroup) { return gang("g", 2, frac("a", 1, "0.5"), frac("b", 2, "0.5")) })
+	}
+	cases := []struct {
+		name string
+		cfg  func(*Config)
+		snap Snapshot
+		want []placed
+	}{
+		{
+			name: "healthy: a gang schedules",
+			snap: gangAndSingle(),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}, {"b", "n1", "group-1", "Fraction", "0.50"}, {"single", "n1", "", "Regular", "1.00"}},
+		},
+		{
+			name: "gang-broken: minMember > 1 never schedules, the rest does",
+			cfg:  func(c *Config) { c.GangBroken = true },
+			snap: gangAndSingle(),
+			want: []placed{{"single", "n1", "", "Regular", "1.00"}},
+		},
+		{
+			name: "gang-broken leaves minMember 1 alone",
+			cfg:  func(c *Config) { c.GangBroken = true },
+			snap: halves(),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}, {"b", "n1", "group-1", "Fraction", "0.50"},
+				{"c", "n1", "group-2", "Fraction", "0.50"}, {"d", "n1", "group-2", "Fraction", "0.50"}},
+		},
+		{
+			name: "burst-overpack: one cycle's fractions pile onto one GPU past 1.0",
+			cfg:  func(c *Config) { c.BurstOverpack = true },
+			snap: halves(),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}, {"b", "n1", "group-1", "Fraction", "0.50"},
+				{"c", "n1", "group-1", "Fraction", "0.50"}, {"d", "n1", "group-1", "Fraction", "0.50"}},
+		},
+		{
+			name: "burst-overpack still counts what is bound or binding from earlier cycles",
+			cfg:  func(c *Config) { c.BurstOverpack = true },
+			snap: snap(two, []corev1.Pod{frac("x", 0, "0.5"), frac("y", 0, "0.5"), frac("a", 1, "0.5")},
+				brFor("x", "n1", "G", "0.50"), brFor("y", "n1", "G", "0.50")),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			if tc.cfg != nil {
+				tc.cfg(&c)
+			}
+			p := BuildPlan(c, logr.Discard(), tc.snap, counter())
+			if got := summary(p); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("placed %v\nwant   %v", got, tc.want)
+			}
+			if len(p.Blocked) != 0 || len(p.NotReady) != 0 {
+				t.Fatalf("blocked %+v, not ready %+v: a fault writes no reason", p.Blocked, p.NotReady)
+			}
+		})
+	}
+}
+
+// TestFaultFlags: --standin-faults switches the scheduler's faults, and only those;
+// an unknown name refuses to start.
+func TestFaultFlags(t *testing.T) {
+	cases := []struct {
+		name          string
+		faults        string
+		gang, overpck bool
+		wantErr       string
+	}{
+		{"off by default", "", false, false, ""},
+		{"gang-broken", "gang-broken", true, false, ""},
+		{"burst-overpack", "burst-overpack", false, true, ""},
+		{"another component's fault changes nothing here", "api-unauthorized,missing-kai-config", false, false, ""},
+		{"unknown", "gang-brokn", false, false, `unknown fault "gang-brokn"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			if tc.faults != "" {
+				args = []string{"--standin-faults=" + tc.faults}
+			}
+			o, _, err := ParseFlags(args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || o.GangBroken != tc.gang || o.BurstOverpack != tc.overpck {
+				t.Fatalf("options %+v, %v", o.Config, err)
+			}
+		})
+	}
+}
