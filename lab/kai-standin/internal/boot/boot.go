@@ -109,9 +109,19 @@ func Scheme() *runtime.Scheme {
 // and its spam filter stops an object's events at 25 per source, both of which an
 // operator sees on the real system.
 func NewRecorder(cfg *rest.Config, scheme *runtime.Scheme, component string) (record.EventRecorder, func(), error) {
+	b, err := NewBroadcaster(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.NewRecorder(scheme, corev1.EventSource{Component: component}), b.Shutdown, nil
+}
+
+// NewBroadcaster is NewRecorder's broadcaster, for a component that records under more
+// than one source.
+func NewBroadcaster(cfg *rest.Config) (record.EventBroadcaster, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to build events client: %w", err)
+		return nil, fmt.Errorf("failed to build events client: %w", err)
 	}
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
@@ -121,7 +131,7 @@ func NewRecorder(cfg *rest.Config, scheme *runtime.Scheme, component string) (re
 			corev1.ObjectReference{Kind: e.InvolvedObject.Kind, Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name},
 			"reason", e.Reason)
 	})
-	return b.NewRecorder(scheme, corev1.EventSource{Component: component}), b.Shutdown, nil
+	return b, nil
 }
 
 // Seconds reads a whole-seconds flag value into a duration.
