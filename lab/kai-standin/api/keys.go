@@ -42,4 +42,7 @@ const (
 	ReasonUnschedulable         = "Unschedulable"
 	ReasonQueueDoesNotExist     = "QueueDoesNotExist"
 	ReasonOverLimit             = "OverLimit"
+	// ReasonPodSchedulingErrors is KAI's reason when pods found no node, a gang's
+	// "Resources were found for N pods while M are required for gang scheduling" among them.
+	ReasonPodSchedulingErrors = "PodSchedulingErrors"
 )

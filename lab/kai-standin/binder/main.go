@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"kaiops.dev/lab/kai-standin/api"
+	"kaiops.dev/lab/kai-standin/faults"
 	"kaiops.dev/lab/kai-standin/internal/boot"
 )
 
@@ -122,12 +124,28 @@ type Options struct {
 	// SkipNameValidation lets tests run several components in one process; their
 	// controllers keep KAI's names.
 	SkipNameValidation bool
+	// Unauthorized is the api-unauthorized fault: every API call answers 401.
+	Unauthorized bool
 }
 
 // Main runs `kai-standin binder`.
 func Main(args []string) error {
+	o, common, err := ParseFlags(args)
+	if err != nil {
+		return err
+	}
+	common.Start("binder")
+	cfg, err := common.RestConfig()
+	if err != nil {
+		return err
+	}
+	return Run(ctrl.SetupSignalHandler(), cfg, o)
+}
+
+// ParseFlags turns KAI's binder flags and the stand-in's into Options.
+func ParseFlags(args []string) (Options, *boot.Common, error) {
 	fs := flag.NewFlagSet("binder", flag.ContinueOnError)
-	var common boot.Common
+	common := &boot.Common{}
 	common.Bind(fs)
 	res := &Reservation{}
 	o := Options{Reservation: res}
@@ -154,23 +172,21 @@ func Main(args []string) error {
 	fs.BoolVar(&res.FakeGPUNodes, "fake-gpu-nodes", false, "reservation pods run `ubuntu sleep infinity`")
 	fs.StringVar(&cmWrite, "standin-configmap-write", "", "GPU-sharing ConfigMap write: empty-map, race-fix-unguarded or race-fix-guarded (meta/kai_releases.yml)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, nil, err
 	}
-	common.Start("binder")
 	var err error
 	if o.Write, err = ParseConfigMapWrite(cmWrite); err != nil {
-		return fmt.Errorf("--standin-configmap-write: %w", err)
+		return o, nil, fmt.Errorf("--standin-configmap-write: %w", err)
 	}
 	if o.Plugins, err = resolvePlugins(plugins); err != nil {
-		return err
+		return o, nil, err
 	}
 	res.Timeout = boot.Seconds(allocTimeout)
 	o.BaseDelay, o.MaxDelay = boot.Seconds(baseDelay), boot.Seconds(maxDelay)
-	cfg, err := common.RestConfig()
-	if err != nil {
-		return err
-	}
-	return Run(ctrl.SetupSignalHandler(), cfg, o)
+	o.Unauthorized = common.Faults.Has(faults.APIUnauthorized)
+	res.Duplicate = common.Faults.Has(faults.DuplicateReservation)
+	res.AdmissionFailure = common.Faults.Has(faults.AdmissionFailure)
+	return o, common, nil
 }
 
 // Run starts the binder and blocks until ctx ends.
@@ -178,6 +194,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	setup := ctrl.Log.WithName("setup")
 	res := o.Reservation
 	scheme := boot.Scheme()
+	if o.Unauthorized {
+		setup.Info("Stand-in fault api-unauthorized: every API call of this binder is answered 401 Unauthorized")
+		cfg = UnauthorizedConfig(cfg)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -205,6 +225,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	defer stop()
+	if res.AdmissionFailure {
+		// the admission-failure fault writes what the node's kubelet would
+		kb, err := boot.NewBroadcaster(cfg)
+		if err != nil {
+			return err
+		}
+		defer kb.Shutdown()
+		res.KubeletEvents = func(node string) record.EventRecorder {
+			return kb.NewRecorder(scheme, corev1.EventSource{Component: "kubelet", Host: node})
+		}
+	}
 
 	res.Reader, res.Writer, res.Watcher = mgr.GetCache(), mgr.GetClient(), watcher
 	b := &Binder{Writer: mgr.GetClient(), Reservation: res}

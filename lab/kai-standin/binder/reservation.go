@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -53,6 +54,17 @@ type Reservation struct {
 	// After starts the reservation timeout (Timeout); nil is the wall clock. Tests inject
 	// their own, so that no case depends on how fast the machine runs.
 	After func(time.Duration) <-chan time.Time
+
+	// Stand-in faults (binder/faults.go). Duplicate: a new group's reservation pod gets
+	// the pre-v0.16.0 random name and a second one is made for the same group (KAI
+	// #1673). AdmissionFailure: every new reservation pod is rejected as the kubelet
+	// rejects a pod it cannot give a GPU, so no device ever comes (KAI #848).
+	Duplicate        bool
+	AdmissionFailure bool
+	// KubeletEvents records the events the kubelet would write about a pod on node.
+	KubeletEvents func(node string) record.EventRecorder
+	// Random is the legacy name's random part; nil is 5 characters of KAI's alphabet.
+	Random func() string
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -235,6 +247,9 @@ func (r *Reservation) deviceFor(ctx context.Context, pod *corev1.Pod, node, grou
 	}
 	l := log.FromContext(ctx).WithValues("node", node, "gpuGroup", group)
 	rp := r.reservationPod(pod, node, group)
+	if r.Duplicate {
+		rp.Name = legacyReservationPodName(node, r.random())
+	}
 	if err := r.Writer.Create(ctx, rp); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			l.Error(err, "Failed to create GPU reservation pod on node", "name", rp.Name)
@@ -244,7 +259,42 @@ func (r *Reservation) deviceFor(ctx context.Context, pod *corev1.Pod, node, grou
 	} else {
 		l.Info("Successfully created GPU resource reservation pod", "name", rp.Name)
 	}
-	return r.waitForDevice(ctx, rp)
+	if r.Duplicate {
+		// The bind that lost the race to the cache: it did not see rp, so it makes its own,
+		// on another GPU, under the same group.
+		dup := r.reservationPod(pod, node, group)
+		dup.Name = legacyReservationPodName(node, r.random())
+		if err := r.Writer.Create(ctx, dup); err != nil {
+			l.Error(err, "Failed to create GPU reservation pod on node", "name", dup.Name)
+		} else {
+			l.Info("Successfully created GPU resource reservation pod", "name", dup.Name)
+		}
+	}
+	if r.AdmissionFailure {
+		return r.wait(ctx, rp, r.rejected)
+	}
+	return r.wait(ctx, rp, annotatedDevice)
+}
+
+func (r *Reservation) random() string {
+	if r.Random != nil {
+		return r.Random()
+	}
+	return random5()
+}
+
+// annotatedDevice is what the binder waits for: the GPU id the reservation pod's GPU side wrote.
+func annotatedDevice(_ context.Context, p *corev1.Pod, _ bool) string {
+	return p.Annotations[api.AnnReserveForGPUIndex]
+}
+
+// rejected is the wait of the admission-failure fault: the pod is (again) marked as the
+// kubelet's rejection and no GPU id is ever accepted, so the wait ends at the timeout.
+func (r *Reservation) rejected(ctx context.Context, p *corev1.Pod, first bool) string {
+	if _, err := r.rejectAsKubelet(ctx, p, first); err != nil {
+		log.FromContext(ctx).Error(err, "Failed to mark reservation pod as rejected", "namespace", p.Namespace, "name", p.Name)
+	}
+	return ""
 }
 
 // checkScaling holds new reservations while the node-scale-adjuster's scaling pods wait
@@ -334,10 +384,14 @@ func (r *Reservation) after(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, func() { t.Stop() }
 }
 
-// waitForDevice watches the API server (not the cache) for the GPU id annotation; every
-// way of giving up deletes the reservation pod.
-func (r *Reservation) waitForDevice(ctx context.Context, rp *corev1.Pod) (string, error) {
+// wait watches the API server (not the cache) for the reservation pod until device finds
+// its GPU id (first: the pod as created, before any event); every way of giving up
+// deletes the reservation pod.
+func (r *Reservation) wait(ctx context.Context, rp *corev1.Pod, device func(context.Context, *corev1.Pod, bool) string) (string, error) {
 	l := log.FromContext(ctx).WithValues("namespace", rp.Namespace, "name", rp.Name)
+	if id := device(ctx, rp, true); id != "" {
+		return id, nil
+	}
 	fail := func() (string, error) {
 		_ = r.deleteReservationPod(ctx, rp)
 		return "", fmt.Errorf("failed waiting for GPU reservation pod to allocate: %s/%s", rp.Namespace, rp.Name)
@@ -375,7 +429,7 @@ func (r *Reservation) waitForDevice(ctx context.Context, rp *corev1.Pod) (string
 			if !ok {
 				continue
 			}
-			if id := p.Annotations[api.AnnReserveForGPUIndex]; id != "" {
+			if id := device(ctx, p, false); id != "" {
 				return id, nil
 			}
 		}

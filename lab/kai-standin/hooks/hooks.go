@@ -25,6 +25,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"kaiops.dev/lab/kai-standin/faults"
 	"kaiops.dev/lab/kai-standin/internal/boot"
 )
 
@@ -196,7 +197,27 @@ func ConfigDeployer(args []string) error {
 	if err != nil {
 		return err
 	}
+	objs = Deployed(objs, p.common.Faults, log)
 	return Apply(ctx, c, "kai-config-deployer", objs, log)
+}
+
+// Deployed is what the post-install/post-upgrade hook applies: everything, unless the
+// missing-kai-config fault is on (KAI #1751: an ArgoCD sync that ran no hook left the
+// cluster without Config kai-config while helm's side read as deployed). Then Config
+// kai-config is left out and the Job still succeeds.
+func Deployed(objs []*unstructured.Unstructured, on faults.Set, log func(string, ...any)) []*unstructured.Unstructured {
+	if !on.Has(faults.MissingKaiConfig) {
+		return objs
+	}
+	var out []*unstructured.Unstructured
+	for _, u := range objs {
+		if u.GetKind() == "Config" && u.GroupVersionKind().Group == "kai.scheduler" && u.GetName() == "kai-config" {
+			log("Stand-in fault missing-kai-config: Config not applied", "kind", u.GetKind(), "name", u.GetName())
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // ConfigCleanup runs `kai-standin config-cleanup`: Config kai-config deleted in the

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kaiops.dev/lab/kai-standin/faults"
 )
 
 func TestDecode(t *testing.T) {
@@ -57,5 +59,43 @@ func TestReadManifestsConfigMapVolume(t *testing.T) {
 	}
 	if len(objs) != 2 || objs[0].GetName() != "a" || objs[1].GetName() != "b" {
 		t.Fatalf("objects %v", objs)
+	}
+}
+
+// TestDeployedMissingKaiConfig: the hook applies Config kai-config unless the
+// missing-kai-config fault is on; another fault, or another object, changes nothing.
+func TestDeployedMissingKaiConfig(t *testing.T) {
+	manifest := "apiVersion: kai.scheduler/v1\nkind: Config\nmetadata: {name: kai-config}\n---\n" +
+		"apiVersion: kai.scheduler/v1\nkind: Config\nmetadata: {name: other}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kai-config, namespace: x}\n"
+	cases := []struct {
+		name   string
+		faults string
+		want   string
+		logged int
+	}{
+		{"healthy: everything", "", "Config/kai-config,Config/other,ConfigMap/kai-config", 0},
+		{"another component's fault", "gang-broken,api-unauthorized", "Config/kai-config,Config/other,ConfigMap/kai-config", 0},
+		{"missing-kai-config: not Config kai-config", "missing-kai-config", "Config/other,ConfigMap/kai-config", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := Decode(strings.NewReader(manifest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			on, err := faults.Parse(tc.faults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logged := 0
+			var got []string
+			for _, o := range Deployed(objs, on, func(string, ...any) { logged++ }) {
+				got = append(got, o.GetKind()+"/"+o.GetName())
+			}
+			if strings.Join(got, ",") != tc.want || logged != tc.logged {
+				t.Fatalf("applied %v (%d logged), want %s (%d)", got, logged, tc.want, tc.logged)
+			}
+		})
 	}
 }

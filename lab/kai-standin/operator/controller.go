@@ -279,6 +279,31 @@ func (r *Reconciler) setStatus(ctx context.Context, cfg *unstructured.Unstructur
 	return nil
 }
 
+// ShardReconciler plays what shows of KAI's schedulingshard controller: every
+// SchedulingShard event first reads Config kai-config, and without it the reconcile logs
+// "Failed to get the singleton KAI Config instance" and fails, so controller-runtime
+// logs the Reconciler error (`Config.kai.scheduler "kai-config" not found`) and retries
+// with backoff, while no component is made (KAI #1751). With kai-config there, the
+// Reconciler above makes each shard's scheduler.
+type ShardReconciler struct {
+	Client client.Client
+}
+
+func (r *ShardReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	log.Info("Received an event to reconcile: ", "req", req)
+	shard := &unstructured.Unstructured{}
+	shard.SetGroupVersionKind(ShardGVK)
+	if err := r.Client.Get(ctx, req.NamespacedName, shard); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: ConfigName}, newConfig()); err != nil {
+		log.Info("Failed to get the singleton KAI Config instance")
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
 // Main runs `kai-standin operator`.
 func Main(args []string) error {
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
@@ -326,6 +351,10 @@ func Main(args []string) error {
 		// --fake-gpu-nodes follows the nodes' run.ai/fake.gpu label, not their heartbeats
 		Watches(&corev1.Node{}, toConfig, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("schedulingshard").For(shard.DeepCopy()).
+		Complete(&ShardReconciler{Client: mgr.GetClient()}); err != nil {
 		return err
 	}
 	setup.Info("starting manager", "msRepository", r.Fallbacks.Repository, "msTag", r.Fallbacks.Tag)

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -10,9 +11,14 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 const specJSON = `{
@@ -168,6 +174,41 @@ func TestRenderOptionalArgs(t *testing.T) {
 			for _, a := range tc.lack {
 				if slices.Contains(args, a) {
 					t.Fatalf("args %v have %q", args, a)
+				}
+			}
+		})
+	}
+}
+
+// TestRenderFaults: kai-config's spec.standin.faults reach every component as
+// --standin-faults (sorted, once each), right after the release; none, no flag.
+func TestRenderFaults(t *testing.T) {
+	cases := []struct {
+		name string
+		spec string
+		want string
+	}{
+		{"healthy: no flag", `{}`, ""},
+		{"empty list: no flag", `{"standin": {"faults": []}}`, ""},
+		{"passed to every component", `{"standin": {"faults": ["gang-broken", "api-unauthorized", "gang-broken"]}}`,
+			"--standin-faults=api-unauthorized,gang-broken"},
+		{"unknown names are the components' to refuse", `{"standin": {"faults": ["bogus"]}}`, "--standin-faults=bogus"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustSpec(t, tc.spec)
+			shards := []Shard{{Name: "default"}}
+			objs := byName(Render(s, Inputs{Shards: shards}))
+			for _, name := range DeploymentNames(s, shards) {
+				args := container(t, objs, name).Args
+				var got []string
+				for _, a := range args {
+					if strings.HasPrefix(a, "--standin-faults") {
+						got = append(got, a)
+					}
+				}
+				if strings.Join(got, " ") != tc.want || (tc.want != "" && args[2] != tc.want) {
+					t.Fatalf("%s args %v, want %q third", name, args, tc.want)
 				}
 			}
 		})
@@ -357,5 +398,35 @@ func TestServingCert(t *testing.T) {
 	}
 	if c.Hash() == other.Hash() || len(c.Hash()) != 16 {
 		t.Fatal("hash does not tell certificates apart")
+	}
+}
+
+// TestShardReconcilerWithoutConfig: as KAI's schedulingshard controller, a shard's event
+// fails while Config kai-config is missing (controller-runtime then logs and retries),
+// and is fine once it exists or when the shard is gone.
+func TestShardReconcilerWithoutConfig(t *testing.T) {
+	shard := &unstructured.Unstructured{}
+	shard.SetGroupVersionKind(ShardGVK)
+	shard.SetName("default")
+	config := newConfig()
+	config.SetName(ConfigName)
+	cases := []struct {
+		name        string
+		objs        []client.Object
+		notFoundErr bool
+	}{
+		{"no kai-config: the reconcile fails NotFound", []client.Object{shard.DeepCopy()}, true},
+		{"kai-config there", []client.Object{shard.DeepCopy(), config.DeepCopy()}, false},
+		{"shard gone", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithObjects(tc.objs...).Build()
+			_, err := (&ShardReconciler{Client: c}).Reconcile(context.Background(),
+				ctrl.Request{NamespacedName: types.NamespacedName{Name: "default"}})
+			if tc.notFoundErr != apierrors.IsNotFound(err) || (!tc.notFoundErr && err != nil) {
+				t.Fatalf("error = %v, want NotFound: %v", err, tc.notFoundErr)
+			}
+		})
 	}
 }

@@ -3,7 +3,9 @@ package operator
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -206,6 +208,18 @@ func (s Spec) meta(name, namespace, app string, in Inputs) metav1.ObjectMeta {
 	return m
 }
 
+// standinArgs start every component's arguments: which component, the release it plays
+// and, when any is on, the faults (sorted, each once; the component refuses an unknown).
+func (s Spec) standinArgs(component string) []string {
+	args := []string{component, "--standin-release=" + s.Standin.Release}
+	if len(s.Standin.Faults) == 0 {
+		return args
+	}
+	on := slices.Clone(s.Standin.Faults)
+	slices.Sort(on)
+	return append(args, "--standin-faults="+strings.Join(slices.Compact(on), ","))
+}
+
 func (s Spec) deployment(c component, in Inputs) *appsv1.Deployment {
 	podAnn := map[string]string{ReleaseKey: s.Standin.Release}
 	if s.Standin.Build != "" {
@@ -245,7 +259,7 @@ func (s Spec) deployment(c component, in Inputs) *appsv1.Deployment {
 						Name:            c.name,
 						Image:           c.image.Ref(),
 						ImagePullPolicy: corev1.PullPolicy(c.image.PullPolicy),
-						Args:            append([]string{c.standin, "--standin-release=" + s.Standin.Release}, c.args...),
+						Args:            append(s.standinArgs(c.standin), c.args...),
 						Env: []corev1.EnvVar{
 							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},

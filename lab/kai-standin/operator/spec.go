@@ -84,6 +84,9 @@ type Standin struct {
 	RateLimiterBaseDelay int                          `json:"rateLimiterBaseDelay,omitempty"`
 	RateLimiterMaxDelay  int                          `json:"rateLimiterMaxDelay,omitempty"`
 	Resources            *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Faults are the KAI issues the components play on purpose (the chart's
+	// standin.faults): every component gets them as --standin-faults and acts on its own.
+	Faults []string `json:"faults,omitempty"`
 }
 
 // Spec is the part of kai-config's spec the stand-in reads (field names as KAI's).

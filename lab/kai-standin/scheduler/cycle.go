@@ -86,7 +86,7 @@ func (s *Scheduler) Cycle(ctx context.Context) error {
 		return err
 	}
 	plan := BuildPlan(s.Cfg, s.Log, snap, s.NewGroup)
-	for _, g := range plan.Gated {
+	for _, g := range plan.NotReady {
 		s.Recorder.Eventf(g.PodGroup, corev1.EventTypeNormal, "NotReady",
 			"Job is not ready for scheduling. Waiting for %d pods, currently %d exist, %d are gated",
 			g.Waiting, g.Exist, g.NGated)

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -225,5 +226,62 @@ func TestCycleCreateFailure(t *testing.T) {
 	}
 	if !ok {
 		t.Fatalf("pod conditions = %+v", got.Status.Conditions)
+	}
+}
+
+// TestCycleGangCondition: a gang that does not fit gets KAI's condition, with the specific
+// reason first in the message and in reasons[]; no BindRequest is created for any of its
+// pods. Once the node has room, both bind in one cycle and the condition goes.
+func TestCycleGangCondition(t *testing.T) {
+	pods, pg := gang("g", 2, whole("a", 1, 1), whole("b", 2, 1))
+	n := gpuNode("n1", 1, nil)
+	s, c, rec := newScheduler(objects([]corev1.Node{n}, pods, []api.PodGroup{pg}, []api.Queue{queue("default-queue", nil)})...)
+	ctx := context.Background()
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var brs api.BindRequestList
+	if err := c.List(ctx, &brs); err != nil || len(brs.Items) != 0 {
+		t.Fatalf("BindRequests = %v (%v), want none", brs.Items, err)
+	}
+	got := &api.PodGroup{}
+	_ = c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "pg-g"}, got)
+	if len(got.Status.SchedulingConditions) != 1 {
+		t.Fatalf("conditions = %+v", got.Status.SchedulingConditions)
+	}
+	cond := got.Status.SchedulingConditions[0]
+	cond.Status, cond.TransitionID, cond.LastTransitionTime = "", "", metav1.Time{}
+	raw, _ := json.Marshal(cond)
+	specific := "Resources were found for 1 pods while 2 are required for gang scheduling. Additional pods cannot be " +
+		"scheduled due to: no nodes with enough resources were found: 1 node(s) didn't have enough resources: GPUs."
+	want := `{"type":"UnschedulableOnNodePool","nodePool":"default","reason":"Unschedulable",` +
+		`"message":"PodSchedulingErrors: ` + specific + `.",` +
+		`"reasons":[{"reason":"PodSchedulingErrors","message":"` + specific + `"}]}`
+	if g := strings.Replace(string(raw), `"lastTransitionTime":null,`, "", 1); g != want {
+		t.Fatalf("condition\n%s\nwant\n%s", g, want)
+	}
+	if ev := drain(rec); len(ev) != 0 {
+		t.Fatalf("events = %q, want none", ev)
+	}
+
+	n.Status.Allocatable = corev1.ResourceList{api.ResourceGPU: *resource.NewQuantity(2, resource.DecimalSI)}
+	cur := &corev1.Node{}
+	_ = c.Get(ctx, client.ObjectKey{Name: "n1"}, cur)
+	cur.Status.Allocatable = n.Status.Allocatable
+	if err := c.Status().Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &brs); err != nil || len(brs.Items) != 2 {
+		t.Fatalf("BindRequests = %d (%v), want both of the gang", len(brs.Items), err)
+	}
+	_ = c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "pg-g"}, got)
+	if len(got.Status.SchedulingConditions) != 0 {
+		t.Fatalf("conditions after scheduling = %+v", got.Status.SchedulingConditions)
+	}
+	if ev := drain(rec); len(ev) != 2 || !strings.HasPrefix(ev[0], "Normal Scheduled") || !strings.HasPrefix(ev[1], "Normal Scheduled") {
+		t.Fatalf("events = %q", ev)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"kaiops.dev/lab/kai-standin/api"
+	"kaiops.dev/lab/kai-standin/faults"
 	"kaiops.dev/lab/kai-standin/internal/boot"
 )
 
@@ -28,8 +29,22 @@ type Options struct {
 
 // Main runs `kai-standin scheduler`.
 func Main(args []string) error {
+	o, common, err := ParseFlags(args)
+	if err != nil {
+		return err
+	}
+	common.Start("scheduler")
+	rc, err := common.RestConfig()
+	if err != nil {
+		return err
+	}
+	return Run(ctrl.SetupSignalHandler(), rc, o)
+}
+
+// ParseFlags turns KAI's scheduler flags and the stand-in's into Options.
+func ParseFlags(args []string) (Options, *boot.Common, error) {
 	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
-	var common boot.Common
+	common := &boot.Common{}
 	common.Bind(fs)
 	var o Options
 	var queueLabelKey, schedulerConf string
@@ -43,14 +58,11 @@ func Main(args []string) error {
 	fs.StringVar(&schedulerConf, "scheduler-conf", "", "accepted and ignored: actions and plugins are fixed in the stand-in")
 	fs.DurationVar(&o.Period, "schedule-period", time.Second, "cycle period")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, nil, err
 	}
-	common.Start("scheduler")
-	rc, err := common.RestConfig()
-	if err != nil {
-		return err
-	}
-	return Run(ctrl.SetupSignalHandler(), rc, o)
+	o.GangBroken = common.Faults.Has(faults.GangBroken)
+	o.BurstOverpack = common.Faults.Has(faults.BurstOverpack)
+	return o, common, nil
 }
 
 // Run starts the scheduler and blocks until ctx ends.

@@ -27,6 +27,12 @@ type Config struct {
 	NodePoolLabelKey    string
 	PartitionLabelValue string
 	ReservationAppLabel string
+	// Stand-in faults (package faults), off unless --standin-faults names them:
+	// GangBroken never schedules a PodGroup with minMember > 1 (NVIDIA/aicr #2636);
+	// BurstOverpack does not count this cycle's fraction placements, so a burst piles
+	// onto one GPU past 1.0 (KAI #2153).
+	GangBroken    bool
+	BurstOverpack bool
 }
 
 // NodePool is how events and BindRequests name the shard's pool.
@@ -53,8 +59,9 @@ type Decision struct {
 	BindRequest *api.BindRequest
 }
 
-// Blocked is a PodGroup the queue checks stopped: KAI's specific reason (QueueDoesNotExist,
-// OverLimit), its message and, for a queue's limit, the queue's figures.
+// Blocked is a PodGroup the scheduler could not place: KAI's specific reason
+// (QueueDoesNotExist, OverLimit, PodSchedulingErrors for a gang that does not fit), its
+// message and, for a queue's limit, the queue's figures.
 type Blocked struct {
 	PodGroup *api.PodGroup
 	Reason   string
@@ -62,8 +69,9 @@ type Blocked struct {
 	Details  *api.UnschedulableExplanationDetails
 }
 
-// Gated is a PodGroup with pods held by scheduling gates.
-type Gated struct {
+// NotReady is a PodGroup KAI holds as not ready for scheduling: fewer pods that could
+// run (alive, not gated) than its minMember.
+type NotReady struct {
 	PodGroup               *api.PodGroup
 	Waiting, Exist, NGated int
 }
@@ -71,7 +79,7 @@ type Gated struct {
 type Plan struct {
 	Decisions []Decision
 	Blocked   []Blocked
-	Gated     []Gated
+	NotReady  []NotReady
 }
 
 // BindRequestFailed: without a backoffLimit (the scheduler never sets one) a single
@@ -125,6 +133,8 @@ type planner struct {
 	pgs      map[string]*api.PodGroup
 	queues   map[string]*api.Queue
 	queueUse map[string]float64
+	// active counts each PodGroup's pods that hold their place: on a node, or binding.
+	active map[*api.PodGroup]int
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -211,8 +221,11 @@ func terminated(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-// account adds a bound or binding pod to its node and queue.
+// account adds a bound or binding pod to its node, its queue and its PodGroup.
 func (p *planner) account(pod *corev1.Pod, node string, groups []string, portion float64) {
+	if pg := p.pgs[key(pod.Namespace, pod.Annotations[api.AnnPodGroupName])]; pg != nil {
+		p.active[pg]++
+	}
 	ns := p.nodes[node]
 	var gpus float64
 	if gpushare.RequestsFraction(pod) {
@@ -245,7 +258,8 @@ func (p *planner) account(pod *corev1.Pod, node string, groups []string, portion
 // BuildPlan decides one cycle. Pure: all I/O is the caller's.
 func BuildPlan(cfg Config, log logr.Logger, snap Snapshot, newGroup func() string) Plan {
 	p := &planner{cfg: cfg, log: log, newGroup: newGroup, nodes: map[string]*nodeState{},
-		pgs: map[string]*api.PodGroup{}, queues: map[string]*api.Queue{}, queueUse: map[string]float64{}}
+		pgs: map[string]*api.PodGroup{}, queues: map[string]*api.Queue{}, queueUse: map[string]float64{},
+		active: map[*api.PodGroup]int{}}
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
 		total := int64(0)
@@ -305,31 +319,93 @@ func BuildPlan(cfg Config, log logr.Logger, snap Snapshot, newGroup func() strin
 		return key(a.Namespace, a.Name) < key(b.Namespace, b.Name)
 	})
 
-	var plan Plan
-	gated := map[*api.PodGroup]bool{}
-	blocked := map[*api.PodGroup]bool{}
+	// KAI schedules jobs, not pods: each PodGroup's pending pods are taken together, at
+	// the place of its first one.
+	var order []*api.PodGroup
+	jobs := map[*api.PodGroup][]*corev1.Pod{}
 	for _, pod := range pending {
 		pg := p.pgs[key(pod.Namespace, pod.Annotations[api.AnnPodGroupName])]
-		if len(pod.Spec.SchedulingGates) > 0 {
-			if pg != nil && !gated[pg] {
-				gated[pg] = true
-				plan.Gated = append(plan.Gated, p.gatedInfo(pg, snap.Pods))
-			}
+		if pg == nil {
 			continue
 		}
-		if pg == nil || blocked[pg] {
-			continue
+		if _, seen := jobs[pg]; !seen {
+			order = append(order, pg)
 		}
-		d, b := p.place(pod, pg)
-		if b != nil {
-			blocked[pg] = true
-			plan.Blocked = append(plan.Blocked, *b)
-		}
-		if d != nil {
-			plan.Decisions = append(plan.Decisions, *d)
-		}
+		jobs[pg] = append(jobs[pg], pod)
+	}
+	var plan Plan
+	for _, pg := range order {
+		p.schedule(pg, jobs[pg], snap.Pods, &plan)
 	}
 	return plan
+}
+
+// minMember is the PodGroup's gang size; unset is 1.
+func minMember(pg *api.PodGroup) int {
+	if pg.Spec.MinMember == nil || *pg.Spec.MinMember < 1 {
+		return 1
+	}
+	return int(*pg.Spec.MinMember)
+}
+
+// schedule is one PodGroup's turn. A group with fewer pods that could run than its
+// minMember is not ready (KAI's NotReady event). A gang (minMember > 1) whose placed
+// pods do not reach minMember is all or nothing: the pods still needed are placed
+// together in this cycle, GPU fractions included, or none is; then any further pod is
+// placed on its own, as every pod of a group with minMember 1 is.
+func (p *planner) schedule(pg *api.PodGroup, pods []*corev1.Pod, all []corev1.Pod, plan *Plan) {
+	size := minMember(pg)
+	info := p.notReady(pg, all, size)
+	if info.Exist-info.NGated < size {
+		plan.NotReady = append(plan.NotReady, info)
+		return
+	}
+	var ready []*corev1.Pod
+	for _, pod := range pods {
+		if len(pod.Spec.SchedulingGates) == 0 {
+			ready = append(ready, pod)
+		}
+	}
+	if size > 1 && p.cfg.GangBroken {
+		p.log.V(1).Info("Stand-in fault gang-broken: a PodGroup with minMember > 1 is never scheduled",
+			"namespace", pg.Namespace, "podGroup", pg.Name, "minMember", size)
+		return
+	}
+	active := p.active[pg]
+	placed := 0
+	var blocked *Blocked
+	if needed := size - active; size > 1 && needed > 0 {
+		n := min(needed, len(ready))
+		ds, b := p.placeGang(pg, ready[:n], size, needed)
+		ready = ready[n:]
+		blocked = b
+		plan.Decisions = append(plan.Decisions, ds...)
+		placed += len(ds)
+		if ds == nil {
+			ready = nil
+		}
+	}
+	for _, pod := range ready {
+		if blocked != nil {
+			break
+		}
+		d, b := p.place(pod, pg)
+		blocked = b
+		if d != nil {
+			plan.Decisions = append(plan.Decisions, *d)
+			placed++
+		}
+	}
+	if blocked == nil {
+		return
+	}
+	// KAI leaves the condition alone while the group has pods allocated.
+	if active > 0 || placed > 0 {
+		p.log.V(1).Info("PodGroup cannot be scheduled further", "namespace", pg.Namespace, "podGroup", pg.Name,
+			"reason", blocked.Reason, "message", blocked.Message)
+		return
+	}
+	plan.Blocked = append(plan.Blocked, *blocked)
 }
 
 func ownedBy(br *api.BindRequest, uid types.UID) bool {
@@ -341,22 +417,21 @@ func ownedBy(br *api.BindRequest, uid types.UID) bool {
 	return true
 }
 
-func (p *planner) gatedInfo(pg *api.PodGroup, pods []corev1.Pod) Gated {
-	g := Gated{PodGroup: pg, Waiting: 1}
-	if pg.Spec.MinMember != nil {
-		g.Waiting = int(*pg.Spec.MinMember)
-	}
+// notReady counts the group's pods as KAI does for its readiness: alive (not
+// terminated, wherever they are) and, of those, gated.
+func (p *planner) notReady(pg *api.PodGroup, pods []corev1.Pod, size int) NotReady {
+	n := NotReady{PodGroup: pg, Waiting: size}
 	for i := range pods {
 		pod := &pods[i]
 		if pod.Namespace != pg.Namespace || pod.Annotations[api.AnnPodGroupName] != pg.Name || terminated(pod) {
 			continue
 		}
-		g.Exist++
+		n.Exist++
 		if len(pod.Spec.SchedulingGates) > 0 {
-			g.NGated++
+			n.NGated++
 		}
 	}
-	return g
+	return n
 }
 
 // queueLimit returns the GPU limit, or -1 for none.
@@ -416,48 +491,152 @@ type placement struct {
 	count   int
 }
 
-func (p *planner) place(pod *corev1.Pod, pg *api.PodGroup) (*Decision, *Blocked) {
-	q := p.queues[pg.Spec.Queue]
-	if q == nil {
-		return nil, &Blocked{PodGroup: pg, Reason: api.ReasonQueueDoesNotExist,
-			Message: fmt.Sprintf("Queue '%s' does not exist", pg.Spec.Queue)}
-	}
-	nodes := p.feasible(pod)
-	var pl *placement
+func (p *planner) queueMissing(pg *api.PodGroup) *Blocked {
+	return &Blocked{PodGroup: pg, Reason: api.ReasonQueueDoesNotExist,
+		Message: fmt.Sprintf("Queue '%s' does not exist", pg.Spec.Queue)}
+}
+
+// choose picks the node (and GPU groups) for one pod without taking anything.
+func (p *planner) choose(pod *corev1.Pod, nodes []*nodeState) *placement {
 	switch {
 	case gpushare.RequestsFraction(pod):
-		pl = p.placeFraction(pod, nodes)
+		return p.placeFraction(pod, nodes)
 	case gpushare.WholeGPUs(pod) > 0:
-		pl = p.placeWhole(gpushare.WholeGPUs(pod), nodes)
+		return p.placeWhole(gpushare.WholeGPUs(pod), nodes)
 	case len(nodes) > 0:
-		pl = &placement{node: nodes[0], kind: api.ResourceTypeRegular}
+		return &placement{node: nodes[0], kind: api.ResourceTypeRegular}
 	}
-	if pl == nil {
-		p.log.V(1).Info("No node fits pod", "namespace", pod.Namespace, "pod", pod.Name, "feasibleNodes", len(nodes))
-		return nil, nil
-	}
-	demand := float64(pl.count)
+	return nil
+}
+
+// demand is the GPUs a placement takes from its queue.
+func (pl *placement) demand() float64 {
 	if pl.kind == api.ResourceTypeFraction {
-		demand = pl.portion * float64(pl.count)
+		return pl.portion * float64(pl.count)
 	}
-	if b := p.overLimit(q, demand); b != nil {
-		b.PodGroup = pg
-		return nil, b
-	}
-	// Commit, so that later pods of this cycle see what this one took.
+	return float64(pl.count)
+}
+
+// commit takes what a placement holds on its node, so that later pods of this cycle
+// see it. With the burst-overpack fault a fraction's portion is not counted: a new
+// group is known, but as empty, so the rest of the burst piles onto it (KAI #2153).
+func (p *planner) commit(pl *placement) {
 	for _, g := range pl.groups {
 		grp := pl.node.groups[g]
 		if grp == nil {
 			grp = &gpuGroup{id: g}
 			pl.node.groups[g] = grp
 		}
-		grp.used += pl.portion
+		if !p.cfg.BurstOverpack {
+			grp.used += pl.portion
+		}
 	}
 	if pl.kind == api.ResourceTypeRegular {
 		pl.node.whole += int64(pl.count)
 	}
+}
+
+// save returns what undoes every commit and queue charge made after it.
+func (p *planner) save() (restore func()) {
+	type saved struct {
+		whole  int64
+		groups map[string]float64
+	}
+	nodes := map[*nodeState]saved{}
+	for _, ns := range p.nodes {
+		s := saved{whole: ns.whole, groups: map[string]float64{}}
+		for id, g := range ns.groups {
+			s.groups[id] = g.used
+		}
+		nodes[ns] = s
+	}
+	queueUse := map[string]float64{}
+	for q, v := range p.queueUse {
+		queueUse[q] = v
+	}
+	return func() {
+		for ns, s := range nodes {
+			ns.whole = s.whole
+			ns.groups = map[string]*gpuGroup{}
+			for id, used := range s.groups {
+				ns.groups[id] = &gpuGroup{id: id, used: used}
+			}
+		}
+		p.queueUse = queueUse
+	}
+}
+
+// fitError is KAI's text for a pod no node takes: the reasons counted over the nodes
+// that passed the filters (the stand-in's only resource reason is GPUs).
+func fitError(nodes []*nodeState) string {
+	msg := "no nodes with enough resources were found"
+	if len(nodes) > 0 {
+		msg += fmt.Sprintf(": %d node(s) didn't have enough resources: GPUs.", len(nodes))
+	}
+	return msg
+}
+
+func (p *planner) place(pod *corev1.Pod, pg *api.PodGroup) (*Decision, *Blocked) {
+	q := p.queues[pg.Spec.Queue]
+	if q == nil {
+		return nil, p.queueMissing(pg)
+	}
+	nodes := p.feasible(pod)
+	pl := p.choose(pod, nodes)
+	if pl == nil {
+		p.log.V(1).Info("No node fits pod", "namespace", pod.Namespace, "pod", pod.Name, "feasibleNodes", len(nodes))
+		return nil, nil
+	}
+	demand := pl.demand()
+	if b := p.overLimit(q, demand); b != nil {
+		b.PodGroup = pg
+		return nil, b
+	}
+	p.commit(pl)
 	p.queueUse[q.Name] += demand
 	return &Decision{Pod: pod, PodGroup: pg, BindRequest: p.bindRequest(pod, pl)}, nil
+}
+
+// placeGang places a gang's missing pods together or not at all: each pod in turn sees
+// what the ones before it took in this cycle; if one finds no node, or the queue's limit
+// cannot take them all, everything is undone and the group gets KAI's reason.
+func (p *planner) placeGang(pg *api.PodGroup, pods []*corev1.Pod, size, needed int) ([]Decision, *Blocked) {
+	q := p.queues[pg.Spec.Queue]
+	if q == nil {
+		return nil, p.queueMissing(pg)
+	}
+	if len(pods) < needed {
+		// the group's other pods are not this scheduler's to place (another scheduler,
+		// being deleted): the gang cannot form
+		p.log.V(1).Info("Gang has too few schedulable pods", "namespace", pg.Namespace, "podGroup", pg.Name,
+			"pending", len(pods), "needed", needed)
+		return nil, nil
+	}
+	restore := p.save()
+	var out []Decision
+	demand := 0.0
+	for i, pod := range pods {
+		nodes := p.feasible(pod)
+		pl := p.choose(pod, nodes)
+		if pl == nil {
+			restore()
+			p.log.V(1).Info("Gang does not fit", "namespace", pg.Namespace, "podGroup", pg.Name,
+				"placed", i, "minMember", size, "pod", pod.Name, "feasibleNodes", len(nodes))
+			return nil, &Blocked{PodGroup: pg, Reason: api.ReasonPodSchedulingErrors, Message: fmt.Sprintf(
+				"Resources were found for %d pods while %d are required for gang scheduling. "+
+					"Additional pods cannot be scheduled due to: %s", i, size, fitError(nodes))}
+		}
+		p.commit(pl)
+		demand += pl.demand()
+		out = append(out, Decision{Pod: pod, PodGroup: pg, BindRequest: p.bindRequest(pod, pl)})
+	}
+	if b := p.overLimit(q, demand); b != nil {
+		restore()
+		b.PodGroup = pg
+		return nil, b
+	}
+	p.queueUse[q.Name] += demand
+	return out, nil
 }
 
 // placeFraction is binpack: the fullest existing group that still fits, anywhere;

@@ -325,11 +325,273 @@ func TestGatedPods(t *testing.T) {
 	p := frac("g", 1, "0.5")
 	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "hold"}}
 	plan := BuildPlan(cfg, logr.Discard(), snap([]corev1.Node{gpuNode("n1", 1, nil)}, []corev1.Pod{p}), counter())
-	if len(plan.Decisions) != 0 || len(plan.Gated) != 1 {
+	if len(plan.Decisions) != 0 || len(plan.NotReady) != 1 {
 		t.Fatalf("plan = %+v", plan)
 	}
-	g := plan.Gated[0]
+	g := plan.NotReady[0]
 	if g.Waiting != 1 || g.Exist != 1 || g.NGated != 1 {
 		t.Fatalf("gated = %+v", g)
+	}
+}
+
+// gang is a PodGroup of minMember size and the given pods, all annotated with it.
+func gang(name string, size int32, pods ...corev1.Pod) ([]corev1.Pod, api.PodGroup) {
+	for i := range pods {
+		pods[i].Annotations[api.AnnPodGroupName] = "pg-" + name
+	}
+	pg := api.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg-" + name, Namespace: "ns"},
+		Spec: api.PodGroupSpec{Queue: "default-queue", MinMember: &size}}
+	return pods, pg
+}
+
+// gangSnap is a snapshot of gangs (and single pods with their own PodGroups) in one queue.
+func gangSnap(nodes []corev1.Node, q api.Queue, singles []corev1.Pod, gangs ...func() ([]corev1.Pod, api.PodGroup)) Snapshot {
+	s := Snapshot{Nodes: nodes, Queues: []api.Queue{q}}
+	for _, g := range gangs {
+		pods, pg := g()
+		s.Pods = append(s.Pods, pods...)
+		s.PodGroups = append(s.PodGroups, pg)
+	}
+	s.Pods = append(s.Pods, singles...)
+	for _, pg := range pgFor(singles, q.Name) {
+		s.PodGroups = append(s.PodGroups, pg)
+	}
+	return s
+}
+
+const gangDoesNotFit = "Resources were found for %d pods while %d are required for gang scheduling. " +
+	"Additional pods cannot be scheduled due to: no nodes with enough resources were found: %d node(s) didn't have enough resources: GPUs."
+
+// TestGangScheduling: a PodGroup with minMember N > 1 is placed all or nothing, the
+// pods it still needs together in one cycle; KAI's reason when it does not fit.
+func TestGangScheduling(t *testing.T) {
+	dq := queue("default-queue", nil)
+	one, two, three := []corev1.Node{gpuNode("n1", 1, nil)}, []corev1.Node{gpuNode("n1", 2, nil)}, []corev1.Node{gpuNode("n1", 3, nil)}
+	cases := []struct {
+		name        string
+		snap        Snapshot
+		want        []placed
+		wantReason  string
+		wantMessage string
+		notReady    string
+	}{
+		{
+			name: "a gang that fits is placed whole",
+			snap: gangSnap(two, dq, nil, func() ([]corev1.Pod, api.PodGroup) { return gang("g", 2, whole("a", 1, 1), whole("b", 2, 1)) }),
+			want: []placed{{"a", "n1", "", "Regular", "1.00"}, {"b", "n1", "", "Regular", "1.00"}},
+		},
+		{
+			name:        "a gang that does not fit places none",
+			snap:        gangSnap(one, dq, nil, func() ([]corev1.Pod, api.PodGroup) { return gang("g", 2, whole("a", 1, 1), whole("b", 2, 1)) }),
+			wantReason:  api.ReasonPodSchedulingErrors,
+			wantMessage: fmt.Sprintf(gangDoesNotFit, 1, 2, 1),
+		},
+		{
+			name: "fractions of a gang count what the ones before took: two halves share one GPU",
+			snap: gangSnap(one, dq, nil, func() ([]corev1.Pod, api.PodGroup) { return gang("g", 2, frac("a", 1, "0.5"), frac("b", 2, "0.5")) }),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}, {"b", "n1", "group-1", "Fraction", "0.50"}},
+		},
+		{
+			name: "fractions of a gang over one GPU's worth on a one-GPU node: none",
+			snap: gangSnap(one, dq, nil, func() ([]corev1.Pod, api.PodGroup) {
+				return gang("g", 3, frac("a", 1, "0.4"), frac("b", 2, "0.4"), frac("c", 3, "0.4"))
+			}),
+			wantReason:  api.ReasonPodSchedulingErrors,
+			wantMessage: fmt.Sprintf(gangDoesNotFit, 2, 3, 1),
+		},
+		{
+			name: "what a failed gang tried is given back to the pods after it",
+			snap: gangSnap(one, dq, []corev1.Pod{whole("later", 9, 1)},
+				func() ([]corev1.Pod, api.PodGroup) { return gang("g", 2, whole("a", 1, 1), whole("b", 2, 1)) }),
+			want:        []placed{{"later", "n1", "", "Regular", "1.00"}},
+			wantReason:  api.ReasonPodSchedulingErrors,
+			wantMessage: fmt.Sprintf(gangDoesNotFit, 1, 2, 1),
+		},
+		{
+			name: "more pods than minMember: the gang first, then the rest on their own",
+			snap: gangSnap(two, dq, nil, func() ([]corev1.Pod, api.PodGroup) {
+				return gang("g", 2, whole("a", 1, 1), whole("b", 2, 1), whole("c", 3, 1))
+			}),
+			want: []placed{{"a", "n1", "", "Regular", "1.00"}, {"b", "n1", "", "Regular", "1.00"}},
+		},
+		{
+			name:     "fewer pods than minMember: not ready, nothing placed",
+			snap:     gangSnap(three, dq, nil, func() ([]corev1.Pod, api.PodGroup) { return gang("g", 3, whole("a", 1, 1), whole("b", 2, 1)) }),
+			notReady: "pg-g waiting 3, 2 exist, 0 gated",
+		},
+		{
+			name: "a gated pod keeps its gang not ready",
+			snap: gangSnap(three, dq, nil, func() ([]corev1.Pod, api.PodGroup) {
+				b := whole("b", 2, 1)
+				b.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "hold"}}
+				return gang("g", 2, whole("a", 1, 1), b)
+			}),
+			notReady: "pg-g waiting 2, 2 exist, 1 gated",
+		},
+		{
+			name: "a gang partly running places only the missing pods, together",
+			snap: gangSnap(three, dq, nil, func() ([]corev1.Pod, api.PodGroup) {
+				return gang("g", 3, bound(whole("run", 0, 1), "n1", ""), whole("a", 1, 1), whole("b", 2, 1))
+			}),
+			want: []placed{{"a", "n1", "", "Regular", "1.00"}, {"b", "n1", "", "Regular", "1.00"}},
+		},
+		{
+			name: "a gang partly running that cannot complete: none, and no condition while pods run",
+			snap: gangSnap(two, dq, nil, func() ([]corev1.Pod, api.PodGroup) {
+				return gang("g", 3, bound(whole("run", 0, 1), "n1", ""), whole("a", 1, 1), whole("b", 2, 1))
+			}),
+		},
+		{
+			name: "a gang over its queue's limit: none, OverLimit for the whole gang",
+			snap: gangSnap(three, queue("default-queue", ptr(1)), nil, func() ([]corev1.Pod, api.PodGroup) {
+				return gang("g", 2, whole("a", 1, 1), whole("b", 2, 1))
+			}),
+			wantReason: api.ReasonOverLimit,
+			wantMessage: "default-queue quota has reached the allowable limit of GPUs. " +
+				"Limit is 1 GPUs, currently 0 GPUs allocated and workload requested 2 GPUs",
+		},
+		{
+			name: "a gang whose queue does not exist",
+			snap: func() Snapshot {
+				s := gangSnap(two, dq, nil, func() ([]corev1.Pod, api.PodGroup) { return gang("g", 2, whole("a", 1, 1), whole("b", 2, 1)) })
+				s.PodGroups[0].Spec.Queue = "nope"
+				return s
+			}(),
+			wantReason:  api.ReasonQueueDoesNotExist,
+			wantMessage: "Queue 'nope' does not exist",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := BuildPlan(cfg, logr.Discard(), tc.snap, counter())
+			if got := summary(p); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("placed %v\nwant   %v", got, tc.want)
+			}
+			var b Blocked
+			if len(p.Blocked) > 1 {
+				t.Fatalf("blocked %+v", p.Blocked)
+			}
+			if len(p.Blocked) == 1 {
+				b = p.Blocked[0]
+			}
+			if b.Reason != tc.wantReason || b.Message != tc.wantMessage {
+				t.Fatalf("blocked %q %q\nwant    %q %q", b.Reason, b.Message, tc.wantReason, tc.wantMessage)
+			}
+			var nr []string
+			for _, n := range p.NotReady {
+				nr = append(nr, fmt.Sprintf("%s waiting %d, %d exist, %d gated", n.PodGroup.Name, n.Waiting, n.Exist, n.NGated))
+			}
+			if strings.Join(nr, "; ") != tc.notReady {
+				t.Fatalf("not ready %q, want %q", nr, tc.notReady)
+			}
+		})
+	}
+}
+
+func brFor(pod, node, group, portion string) api.BindRequest {
+	return api.BindRequest{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "ns"},
+		Spec: api.BindRequestSpec{PodName: pod, SelectedNode: node, SelectedGPUGroups: []string{group},
+			ReceivedResourceType: "Fraction", ReceivedGPU: &api.ReceivedGPU{Count: 1, Portion: portion}}}
+}
+
+// TestSchedulerFaults: each scheduler fault off (the healthy build) and on.
+func TestSchedulerFaults(t *testing.T) {
+	dq := queue("default-queue", nil)
+	two := []corev1.Node{gpuNode("n1", 2, nil)}
+	halves := func() Snapshot {
+		return snap(two, []corev1.Pod{frac("a", 1, "0.5"), frac("b", 2, "0.5"), frac("c", 3, "0.5"), frac("d", 4, "0.5")})
+	}
+	gangAndSingle := func() Snapshot {
+		return gangSnap(two, dq, []corev1.Pod{whole("single", 9, 1)},
+			func() ([]corev1.Pod, api.PodGroup) { return gang("g", 2, frac("a", 1, "0.5"), frac("b", 2, "0.5")) })
+	}
+	cases := []struct {
+		name string
+		cfg  func(*Config)
+		snap Snapshot
+		want []placed
+	}{
+		{
+			name: "healthy: a gang schedules",
+			snap: gangAndSingle(),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}, {"b", "n1", "group-1", "Fraction", "0.50"}, {"single", "n1", "", "Regular", "1.00"}},
+		},
+		{
+			name: "gang-broken: minMember > 1 never schedules, the rest does",
+			cfg:  func(c *Config) { c.GangBroken = true },
+			snap: gangAndSingle(),
+			want: []placed{{"single", "n1", "", "Regular", "1.00"}},
+		},
+		{
+			name: "gang-broken leaves minMember 1 alone",
+			cfg:  func(c *Config) { c.GangBroken = true },
+			snap: halves(),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}, {"b", "n1", "group-1", "Fraction", "0.50"},
+				{"c", "n1", "group-2", "Fraction", "0.50"}, {"d", "n1", "group-2", "Fraction", "0.50"}},
+		},
+		{
+			name: "burst-overpack: one cycle's fractions pile onto one GPU past 1.0",
+			cfg:  func(c *Config) { c.BurstOverpack = true },
+			snap: halves(),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}, {"b", "n1", "group-1", "Fraction", "0.50"},
+				{"c", "n1", "group-1", "Fraction", "0.50"}, {"d", "n1", "group-1", "Fraction", "0.50"}},
+		},
+		{
+			name: "burst-overpack still counts what is bound or binding from earlier cycles",
+			cfg:  func(c *Config) { c.BurstOverpack = true },
+			snap: snap(two, []corev1.Pod{frac("x", 0, "0.5"), frac("y", 0, "0.5"), frac("a", 1, "0.5")},
+				brFor("x", "n1", "G", "0.50"), brFor("y", "n1", "G", "0.50")),
+			want: []placed{{"a", "n1", "group-1", "Fraction", "0.50"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			if tc.cfg != nil {
+				tc.cfg(&c)
+			}
+			p := BuildPlan(c, logr.Discard(), tc.snap, counter())
+			if got := summary(p); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("placed %v\nwant   %v", got, tc.want)
+			}
+			if len(p.Blocked) != 0 || len(p.NotReady) != 0 {
+				t.Fatalf("blocked %+v, not ready %+v: a fault writes no reason", p.Blocked, p.NotReady)
+			}
+		})
+	}
+}
+
+// TestFaultFlags: --standin-faults switches the scheduler's faults, and only those;
+// an unknown name refuses to start.
+func TestFaultFlags(t *testing.T) {
+	cases := []struct {
+		name          string
+		faults        string
+		gang, overpck bool
+		wantErr       string
+	}{
+		{"off by default", "", false, false, ""},
+		{"gang-broken", "gang-broken", true, false, ""},
+		{"burst-overpack", "burst-overpack", false, true, ""},
+		{"another component's fault changes nothing here", "api-unauthorized,missing-kai-config", false, false, ""},
+		{"unknown", "gang-brokn", false, false, `unknown fault "gang-brokn"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			if tc.faults != "" {
+				args = []string{"--standin-faults=" + tc.faults}
+			}
+			o, _, err := ParseFlags(args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || o.GangBroken != tc.gang || o.BurstOverpack != tc.overpck {
+				t.Fatalf("options %+v, %v", o.Config, err)
+			}
+		})
 	}
 }

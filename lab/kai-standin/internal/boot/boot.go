@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"kaiops.dev/lab/kai-standin/api"
+	"kaiops.dev/lab/kai-standin/faults"
 )
 
 // Common holds the flags every component accepts.
@@ -33,7 +35,10 @@ type Common struct {
 	// Accepted because KAI's operator passes it with several replicas; the stand-in
 	// runs one replica and never elects.
 	LeaderElect bool
-	Zap         zap.Options
+	// Faults are the KAI issues this run plays on purpose (package faults); none unless
+	// named, an unknown name fails flag parsing.
+	Faults faults.Set
+	Zap    zap.Options
 }
 
 // Bind registers the shared flags. KAI's binaries log in zap development mode unless
@@ -44,18 +49,25 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.QPS, "qps", 0, "API client QPS (0: client-go default)")
 	fs.IntVar(&c.Burst, "burst", 0, "API client burst (0: client-go default)")
 	fs.BoolVar(&c.LeaderElect, "leader-elect", false, "accepted and ignored: the stand-in never elects a leader")
+	fs.Var(&c.Faults, "standin-faults", "comma-separated KAI issues to play on purpose, off by default: "+strings.Join(faults.Names(), ", "))
 	c.Zap.Development = true
 	c.Zap.TimeEncoder = zapcore.ISO8601TimeEncoder
 	c.Zap.BindFlags(fs)
 }
 
 // Start installs the logger and writes the line that says what is running: a stand-in,
-// never KAI itself.
+// never KAI itself, and which faults it plays on purpose.
 func (c *Common) Start(component string) logr.Logger {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.Zap)))
 	log := ctrl.Log.WithName("setup")
-	log.Info("kaiops stand-in starting, not KAI Scheduler itself",
-		"component", component, "standinRelease", c.Release, "standIn", true)
+	kv := []any{"component", component, "standinRelease", c.Release, "standIn", true}
+	if on := c.Faults.List(); len(on) > 0 {
+		kv = append(kv, "standinFaults", on)
+	}
+	log.Info("kaiops stand-in starting, not KAI Scheduler itself", kv...)
+	for _, f := range c.Faults.PlayedBy(component) {
+		log.Info("stand-in fault on: this component plays a KAI issue on purpose", "fault", f.Name, "issue", f.Issue)
+	}
 	return log
 }
 
@@ -97,9 +109,19 @@ func Scheme() *runtime.Scheme {
 // and its spam filter stops an object's events at 25 per source, both of which an
 // operator sees on the real system.
 func NewRecorder(cfg *rest.Config, scheme *runtime.Scheme, component string) (record.EventRecorder, func(), error) {
+	b, err := NewBroadcaster(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.NewRecorder(scheme, corev1.EventSource{Component: component}), b.Shutdown, nil
+}
+
+// NewBroadcaster is NewRecorder's broadcaster, for a component that records under more
+// than one source.
+func NewBroadcaster(cfg *rest.Config) (record.EventBroadcaster, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to build events client: %w", err)
+		return nil, fmt.Errorf("failed to build events client: %w", err)
 	}
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
@@ -109,7 +131,7 @@ func NewRecorder(cfg *rest.Config, scheme *runtime.Scheme, component string) (re
 			corev1.ObjectReference{Kind: e.InvolvedObject.Kind, Namespace: e.InvolvedObject.Namespace, Name: e.InvolvedObject.Name},
 			"reason", e.Reason)
 	})
-	return b.NewRecorder(scheme, corev1.EventSource{Component: component}), b.Shutdown, nil
+	return b, nil
 }
 
 // Seconds reads a whole-seconds flag value into a duration.
