@@ -27,6 +27,7 @@ description:
 extends_documentation_fragment:
   - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
+  - kaiops.runbooks.report
 options:
   cluster:
     description: Name of the cluster (the inventory host).
@@ -193,6 +194,7 @@ evidence_dir:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     EVIDENCE_ARG_SPEC,
+    REPORT_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.runner import (
@@ -203,6 +205,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.runner 
 def argspec():
     return merge_specs(
         EVIDENCE_ARG_SPEC,
+        REPORT_ARG_SPEC,
         {
             "cluster": {"type": "str", "required": True},
             "cases": {"type": "list", "elements": "dict", "required": True},

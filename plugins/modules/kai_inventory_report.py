@@ -23,6 +23,7 @@ description:
 extends_documentation_fragment:
   - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
+  - kaiops.runbooks.report
 options:
   clusters:
     description:
@@ -84,6 +85,7 @@ evidence_dir:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     EVIDENCE_ARG_SPEC,
+    REPORT_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import (
@@ -97,6 +99,7 @@ RELEASE_DEFAULTS = {"affected_range": "affected_range", "fixed_version": "pair.p
 def argspec():
     return merge_specs(
         EVIDENCE_ARG_SPEC,
+        REPORT_ARG_SPEC,
         {
             "clusters": {"type": "dict", "required": True},
             "affected_range": {"type": "str"},

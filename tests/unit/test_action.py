@@ -80,3 +80,16 @@ def test_report_modules_get_the_collections_templates_folder_unless_given():
     assert own["template_dir"] == "/mine"
     # a module that renders nothing does not get the option (its argspec would refuse it)
     assert "template_dir" not in action.controller_args(code("kai_snapshot"), {}, None)
+
+
+@pytest.mark.parametrize(
+    "name,template",
+    [
+        ("kai_inventory_report", "inventory.md.j2"),
+        ("kai_recovery_report", "recovery.md.j2"),
+        ("kai_gpu_access_report", "gpu_access.md.j2"),
+    ],
+)
+def test_each_report_module_gets_the_folder_that_holds_its_template(name, template):
+    args = action.controller_args(code(name), {}, None)
+    assert os.path.isfile(os.path.join(args["template_dir"], template))

@@ -7,6 +7,7 @@ import copy
 import json
 from decimal import Decimal
 
+import jinja2
 import pytest
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
@@ -1149,6 +1150,17 @@ def test_build_report_renders_the_case_table_and_labels_no_gpu():
     assert row % "installed on this cluster | **not run**" in markdown
     assert "## Utilisation and cost of this run's window" in markdown
     json.dumps(document)
+
+
+def test_render_markdown_fails_on_a_case_without_what_was_observed():
+    # the template reads the case's own fields: one without "observed" fails the rendering
+    # (StrictUndefined) instead of printing a blank that reads as "nothing was observed"
+    document, _unused = ga_report.build_report(
+        copy.deepcopy(report_params()), "2026-11-30T07:54:30Z"
+    )
+    del document["cases"][0]["observed"]
+    with pytest.raises(jinja2.UndefinedError, match="observed"):
+        ga_report.render_markdown(document, None)
 
 
 def test_build_report_with_kai_shows_enforcement_fake_gpus_rejections_and_kai_objects():

@@ -1,5 +1,6 @@
 """module_utils/recovery/report.py: prevention kept apart from remediation; the Markdown."""
 
+import jinja2
 import pytest
 from conftest import AFFECTED_RANGE, PATCHED, PRE
 
@@ -138,3 +139,17 @@ def test_report_names_a_refused_cluster_as_failed():
     report = build({"x": {"status": "refused", "error": "Refusing x"}, "y": {"status": "ok"}}, "t")
     assert report["summary"]["failed"] == ["x"]
     assert "**REFUSED**: Refusing x" in render_markdown(report)
+
+
+def test_render_markdown_fails_on_an_intervention_without_an_outcome():
+    # the template reads the outcome from the intervention: one without it fails the rendering
+    # (StrictUndefined) instead of printing "| x:001 | ... | : - |" as if nothing was recorded
+    intervention = {
+        "id": "x:001",
+        "step": "delete_orphan_configmaps",
+        "findings": [],
+        "target": {"kind": "ConfigMap", "namespace": "team-a", "name": "n"},
+    }
+    report = build({"x": entry([], [intervention])}, "t")
+    with pytest.raises(jinja2.UndefinedError, match="outcome"):
+        render_markdown(report)

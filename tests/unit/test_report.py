@@ -1,5 +1,7 @@
 """module_utils/inventory/report.py: summary and Markdown, pure."""
 
+import jinja2
+import pytest
 from conftest import AFFECTED_RANGE, PATCHED
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.client import (
@@ -67,3 +69,12 @@ def test_render_markdown_escapes_pipes():
     data = {"a|b": {"status": "error", "error": "x|y"}}
     text = render_markdown(data, summarize(data), ">=1.0.0")
     assert "| a\\|b | error |" in text
+
+
+def test_render_markdown_fails_on_a_component_without_a_field_it_prints(fake_client):
+    # the template reads the component's own fields: a missing one fails (StrictUndefined)
+    # instead of printing an empty cell that would read as a recorded blank
+    data = clusters(fake_client)
+    del data["lab"]["kai"]["components"][0]["restarts"]
+    with pytest.raises(jinja2.UndefinedError, match="restarts"):
+        render_markdown(data, summarize(data), AFFECTED_RANGE)

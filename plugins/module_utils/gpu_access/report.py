@@ -1,7 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The GPU access report: the document (gpu_access.json) and its Markdown (gpu_access.md). Pure."""
+"""The GPU access report: the document (gpu_access.json) and its Markdown (gpu_access.md). Pure.
+
+``build_report`` judges (service.evaluate, summarize); ``render_markdown`` only gives
+``templates/reports/gpu_access.md.j2`` what it prints. The cost section comes rendered by the
+cost module and is printed as given."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,10 +24,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.service
     evaluate,
     summarize,
 )
-
-
-def _cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import markdown
 
 
 def _setting(setting):
@@ -32,160 +33,94 @@ def _setting(setting):
     return "%s (%s)" % (state, sources)
 
 
-def _enforcement_lines(document):
-    plan = document.get("plan") or {}
+def _enforcement(plan):
+    """What KAI enforces and where a probe can land (the plan's reads); None without them."""
     enforcement = plan.get("enforcement") or {}
     if not enforcement:
-        return []
+        return None
     nodes = plan.get("candidate_nodes") or []
-    lines = [
-        "- KAI enforces (read before the run): GPU sharing %s; blockNvidiaVisibleDevices %s; "
-        "HAMi-core memory limit %s"
-        % (
-            _setting(enforcement.get("gpu_sharing")),
-            _setting(enforcement.get("block_nvidia_visible_devices")),
-            _setting(enforcement.get("hami_core")),
-        ),
-        "- GPU nodes a probe can land on: %s"
-        % (
-            ", ".join(
-                "%s (%s GPUs, %s MiB each%s)"
-                % (n["name"], n["gpus"], n["gpu_memory_mib"], ", fake devices" if n["fake"] else "")
-                for n in nodes
-            )
-            or "none"
-        ),
-    ]
-    if any(n.get("fake") for n in nodes):
-        lines.append(
-            "- **Fake GPUs**: these nodes advertise devices with no driver behind them; every "
-            'probe result on them reads "%s" (the check ran on the CPU), never GPU access' % NO_GPU
+    return {
+        "gpu_sharing": _setting(enforcement.get("gpu_sharing")),
+        "block_visible_devices": _setting(enforcement.get("block_nvidia_visible_devices")),
+        "hami_core": _setting(enforcement.get("hami_core")),
+        "nodes": ", ".join(
+            "%s (%s GPUs, %s MiB each%s)"
+            % (n["name"], n["gpus"], n["gpu_memory_mib"], ", fake devices" if n["fake"] else "")
+            for n in nodes
         )
-    for setting in enforcement.values():
-        if setting.get("note"):
-            lines.append("- note: " + setting["note"])
-    return lines
+        or "none",
+        "fake": any(n.get("fake") for n in nodes),
+        "notes": [setting["note"] for setting in enforcement.values() if setting.get("note")],
+    }
 
 
-def render_markdown(document, cost_markdown):
+def _verdict(res):
+    """A case's verdict as printed: a pass on a node with no GPU says so."""
+    verdict = res["verdict"].replace("_", " ")
+    if res["verdict"] == PASSED and any(NO_GPU in o for o in res["observations"]):
+        verdict += " (%s)" % NO_GPU
+    return verdict
+
+
+def _workload_row(rec):
+    """One probe pod's columns, in the order of the workloads table."""
+    probe = rec["probe"] or {}
+    kai = rec.get("kai") or {}
+    return [
+        rec["name"],
+        rec["case"],
+        rec["node"],
+        rec.get("scheduler"),
+        rec["gpu_fraction"] and "fraction " + rec["gpu_fraction"] or rec["gpu_request"] or "none",
+        rec["submitted_at"],
+        rec["scheduled_at"],
+        rec["started_at"],
+        rec["finished_at"],
+        rec["exit_code"],
+        ",".join(rec["devices"]) or "none",
+        rec["visible"].get("GPU_PORTION") or "-",
+        kai.get("configmap") or "-",
+        (kai.get("reservation") or {}).get("device") or "-",
+        "%s, %s" % (probe.get("mode"), probe.get("note") or "GPU") if probe else "no JSON",
+    ]
+
+
+def render_markdown(document, cost_markdown, template_dir=None):
+    """gpu_access.md, rendered with ``templates/reports/gpu_access.md.j2``; ``cost_markdown`` is
+    the cost section as the cost module rendered it (None when it was not computed)."""
     summary = document["summary"]
     kai = document.get("kai") or {}
-    lines = [
-        "# GPU access: %s" % document["cluster"],
-        "",
-        "- outcome: **%s**%s"
-        % (
-            summary["outcome"].upper(),
-            " - " + "; ".join(summary["reasons"]) if summary["reasons"] else "",
-        ),
-        "- cases: %(cases)d (passed %(passed)d, failed %(failed)d, not run %(not_run)d)" % summary,
-        "- expectations declared at %s, before any workload was submitted"
-        % document["declared_at"],
-        "- KAI Scheduler: %s"
-        % (
+    context = dict(
+        document,
+        reasons="; ".join(summary["reasons"]),
+        counts={k: "%d" % summary[k] for k in ("cases", "passed", "failed", "not_run")},
+        kai_line=(
             "installed, version %s, GPU sharing %s"
             % (kai.get("version") or "unknown", kai.get("gpu_sharing"))
             if kai.get("installed")
             else "not installed"
         ),
-        "- namespace: %s; probe image %s"
-        % (document.get("namespace"), document.get("probe_image")),
-    ]
-    lines += _enforcement_lines(document)
-    if summary.get("outsiders_with_devices"):
-        lines.append(
-            "- **outsiders that obtained a device**: %s"
-            % " | ".join(summary["outsiders_with_devices"])
-        )
-    lines += [
-        "",
-        'Verdicts judge the declared expectation (an assertion). Lines marked "observation" '
-        'record what was seen and judge nothing. "not run" is never a pass.',
-        "",
-        "| case | expectation (declared before the run) | observed | verdict |",
-        "| --- | --- | --- | --- |",
-    ]
-    for res in document["cases"]:
-        verdict = res["verdict"].replace("_", " ")
-        if res["verdict"] == PASSED and any(NO_GPU in o for o in res["observations"]):
-            verdict += " (%s)" % NO_GPU
-        lines.append(
-            "| %s | %s | %s | **%s** |"
-            % (_cell(res["title"]), _cell(res["expectation"]), _cell(res["observed"]), verdict)
-        )
-    lines += ["", "## Observations", ""]
-    for res in document["cases"]:
-        for obs in res["observations"]:
-            lines.append("- %s: %s" % (res["id"], obs))
-    lines += ["", "## Workloads", ""]
-    lines += [
-        "| pod | case | node | scheduler | GPU request | submitted | scheduled | started "
-        "| finished | exit | devices | GPU_PORTION | ConfigMap (pod spec) "
-        "| reservation pod device | probe |",
-        "|" + " --- |" * 15,
-    ]
-    for rec in document["workloads"]:
-        probe = rec["probe"] or {}
-        kai = rec.get("kai") or {}
-        lines.append(
-            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-            % tuple(
-                _cell(x)
-                for x in (
-                    rec["name"],
-                    rec["case"],
-                    rec["node"],
-                    rec.get("scheduler"),
-                    rec["gpu_fraction"]
-                    and "fraction " + rec["gpu_fraction"]
-                    or rec["gpu_request"]
-                    or "none",
-                    rec["submitted_at"],
-                    rec["scheduled_at"],
-                    rec["started_at"],
-                    rec["finished_at"],
-                    rec["exit_code"],
-                    ",".join(rec["devices"]) or "none",
-                    rec["visible"].get("GPU_PORTION") or "-",
-                    kai.get("configmap") or "-",
-                    (kai.get("reservation") or {}).get("device") or "-",
-                    "%s, %s" % (probe.get("mode"), probe.get("note") or "GPU")
-                    if probe
-                    else "no JSON",
-                )
-            )
-        )
-    lines += [
-        "",
-        "Times: submitted = creationTimestamp, scheduled = PodScheduled, started/finished = "
-        "the container's terminated state (the probe's own times are in gpu_access.json). "
-        "ConfigMap and reservation pod: what KAI made for the pod, seen while it ran "
-        "(gpu_access.json `workloads[].kai`, `watches`).",
-        "",
-    ]
-    rejected = [
-        (case, adm)
-        for case, adm in sorted((document.get("admission") or {}).items())
-        if adm.get("rejected")
-    ]
-    if rejected:
-        lines += ["Rejected at submission (no pod was created):", ""]
-        lines += ["- %s: %s" % (case, _cell(adm.get("message"))) for case, adm in rejected]
-        lines.append("")
-    if cost_markdown:
-        lines += [cost_markdown]
-    else:
-        lines += [
-            "## Utilisation and cost of this run's window",
-            "",
-            "Not computed: %s." % document["cost"].get("reason"),
-            "",
-        ]
-    return "\n".join(lines)
+        namespace=document.get("namespace"),
+        probe_image=document.get("probe_image"),
+        enforcement=_enforcement(document.get("plan") or {}),
+        no_gpu=NO_GPU,
+        outsiders=" | ".join(summary.get("outsiders_with_devices") or []),
+        cases=[dict(res, verdict_text=_verdict(res)) for res in document["cases"]],
+        workloads=[_workload_row(rec) for rec in document["workloads"]],
+        rejected=[
+            {"case": case, "message": adm.get("message")}
+            for case, adm in sorted((document.get("admission") or {}).items())
+            if adm.get("rejected")
+        ],
+        cost_markdown=cost_markdown,
+        cost_reason=None if cost_markdown else document["cost"].get("reason"),
+    )
+    return markdown.render("gpu_access.md.j2", context, template_dir)
 
 
 def build_report(params, now):
-    """The whole report document and its markdown, from the module's parameters."""
+    """The whole report document and its markdown, from the module's parameters (the templates'
+    folder, ``template_dir``, among them)."""
     logs = params.get("logs") or {}
     watches = params.get("watches") or {}
     pods = [
@@ -235,4 +170,4 @@ def build_report(params, now):
         "watches": watches,
         "cost": figures,
     }
-    return document, render_markdown(document, cost_md)
+    return document, render_markdown(document, cost_md, params.get("template_dir"))

@@ -1,11 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The multi-cluster inventory report: summary and Markdown rendering, pure functions."""
+"""The multi-cluster inventory report, pure functions: ``summarize`` judges (counts, failures),
+``render_markdown`` gives ``templates/reports/inventory.md.j2`` what it prints."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import markdown
 
 # Per-cluster statuses that mean "this cluster could not be inventoried".
 FAILED_STATUSES = ("unreachable", "unauthorized", "forbidden", "invalid_input", "error", "missing")
@@ -43,10 +46,10 @@ def summarize(clusters):
     }
 
 
-def _cell(value):
-    if value is None:
-        return "-"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+def _dash(value):
+    """A value not read reads "-"; a value read as "" stays blank, as inventory.md always had it
+    (so the template gives the ``cell`` filter "" for empty, not its default "-")."""
+    return "-" if value is None else value
 
 
 def _version_cell(kai):
@@ -56,123 +59,86 @@ def _version_cell(kai):
     return kai.get("version")
 
 
-def render_markdown(clusters, summary, affected_range, generated_at=None, fixed_version=None):
-    """inventory.md; ``fixed_version``: the release that fixes the panic (meta/kai_releases.yml)."""
-    lines = ["# KAI Scheduler inventory", ""]
-    if generated_at:
-        lines += ["Generated: %s" % generated_at, ""]
-    lines += [
-        "Affected binder range: `%s` (KAI binder panic on an existing GPU-sharing ConfigMap "
-        "with nil data%s)."
-        % (affected_range, "; fixed in %s" % fixed_version if fixed_version else ""),
-        "",
-        "Clusters: %d; by status: %s; by verdict: %s."
-        % (
-            summary["clusters"],
-            ", ".join("%s %d" % kv for kv in sorted(summary["by_status"].items())) or "-",
-            ", ".join("%s %d" % kv for kv in sorted(summary["by_verdict"].items())) or "-",
-        ),
-    ]
-    if summary.get("split"):
-        lines += [
-            "",
-            "**What runs disagrees with helm or within KAI on: %s** (see each cluster's findings)."
-            % ", ".join(summary["split"]),
-        ]
-    lines += [
-        "",
-        "| Cluster | Status | Kubernetes | KAI | GPU sharing | Sharing pods | Empty CMs "
-        "| GPU nodes | Verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, entry in sorted(clusters.items()):
-        kai = entry.get("kai") or {}
-        path = entry.get("affected_path") or {}
-        lines.append(
-            "| %s |"
-            % " | ".join(
-                _cell(v)
-                for v in (
-                    name,
-                    entry.get("status"),
-                    (entry.get("server_version") or {}).get("git_version"),
-                    "-"
-                    if entry.get("error")
-                    else _version_cell(kai)
-                    if kai.get("installed")
-                    else "not installed",
-                    (entry.get("gpu_sharing") or {}).get("enabled"),
-                    path.get("fraction_pods"),
-                    path.get("configmaps_without_data"),
-                    (entry.get("gpu_nodes") or {}).get("count"),
-                    VERDICT_TEXT.get((entry.get("exposure") or {}).get("verdict"), "-"),
-                )
-            )
-        )
-    for name, entry in sorted(clusters.items()):
-        lines += ["", "## %s" % name, ""]
-        if entry.get("error"):
-            lines += ["**%s**: %s" % (entry.get("status"), entry["error"]), ""]
-            continue
-        exposure = entry.get("exposure") or {}
-        lines += ["Verdict: **%s**" % exposure.get("verdict")]
-        lines += ["- %s" % r for r in exposure.get("reasons") or []]
-        kai = entry.get("kai") or {}
-        helm = kai.get("helm") or {}
-        if not kai.get("installed"):
-            lines += [
-                "",
-                "No KAI Deployments (binder, kai-operator) in namespace %s."
-                % _cell(kai.get("namespace")),
-            ]
-        else:
-            lines += [
-                "",
-                "Helm release: %s, chart %s, revision %s, status %s (source: %s)"
-                % tuple(
-                    _cell(helm.get(k))
-                    for k in ("release", "chart_version", "revision", "status", "source")
-                ),
-            ]
-        if kai.get("findings"):
-            lines += ["", "Findings (what runs disagrees):"]
-            lines += ["- **%s**" % _cell(f) for f in kai["findings"]]
-        if kai.get("components"):
-            lines += ["", "| Deployment | Image | Ready | Restarts |", "|---|---|---|---|"]
-            for comp in kai["components"]:
-                images = ", ".join(c["image"] or "-" for c in comp["containers"])
-                lines.append(
-                    "| %s | %s | %s/%s | %s |"
-                    % (
-                        _cell(comp["name"]),
-                        _cell(images),
-                        comp["ready_replicas"],
-                        comp["replicas"],
-                        comp["restarts"],
-                    )
-                )
-        nodes = entry.get("gpu_nodes") or {}
-        hints = nodes.get("hints") or {}
-        lines += [
-            "",
-            "GPU nodes: %s with %s GPUs; MIG strategies: %s; time-slicing: %s; "
-            "MPS: %s; fake GPU nodes: %s"
-            % (
-                nodes.get("count"),
-                nodes.get("gpus_total"),
-                ", ".join(hints.get("mig_strategies") or []) or "-",
-                hints.get("time_slicing"),
-                hints.get("mps"),
-                hints.get("fake_gpu_nodes"),
-            ),
-        ]
-        denied = [k for k, v in (entry.get("access") or {}).items() if v == "forbidden"]
-        if denied:
-            lines += ["", "Not permitted to read: %s" % ", ".join(denied)]
-        if entry.get("restart_threshold_exceeded"):
-            lines += [
-                "",
-                "Restarts above %s: %s"
-                % (entry.get("restart_threshold"), ", ".join(entry["restart_threshold_exceeded"])),
-            ]
-    return "\n".join(lines) + "\n"
+def _counts(counts):
+    return ", ".join("%s %d" % kv for kv in sorted(counts.items())) or "-"
+
+
+def _row(name, entry):
+    """One cluster's line of the summary table, column by column."""
+    kai = entry.get("kai") or {}
+    path = entry.get("affected_path") or {}
+    if entry.get("error"):
+        kai_text = "-"
+    else:
+        kai_text = _version_cell(kai) if kai.get("installed") else "not installed"
+    row = {
+        "name": name,
+        "status": entry.get("status"),
+        "kubernetes": (entry.get("server_version") or {}).get("git_version"),
+        "kai": kai_text,
+        "gpu_sharing": (entry.get("gpu_sharing") or {}).get("enabled"),
+        "sharing_pods": path.get("fraction_pods"),
+        "empty_configmaps": path.get("configmaps_without_data"),
+        "gpu_nodes": (entry.get("gpu_nodes") or {}).get("count"),
+        "verdict": VERDICT_TEXT.get((entry.get("exposure") or {}).get("verdict"), "-"),
+    }
+    return {column: _dash(value) for column, value in row.items()}
+
+
+def _component(comp):
+    """A KAI Deployment's line: the template reads its replicas and restarts from the component
+    itself, so that a component without them fails the rendering instead of printing a blank."""
+    images = ", ".join(c["image"] or "-" for c in comp["containers"])
+    return dict(comp, name=_dash(comp["name"]), images=images)
+
+
+def _section(name, entry):
+    """One cluster's section: what the template prints, each optional value given."""
+    kai = entry.get("kai") or {}
+    exposure = entry.get("exposure") or {}
+    nodes = entry.get("gpu_nodes") or {}
+    hints = nodes.get("hints") or {}
+    helm = kai.get("helm") or {}
+    keys = ("release", "chart_version", "revision", "status", "source")
+    return {
+        "name": name,
+        "error": entry.get("error"),
+        "status": entry.get("status"),
+        "verdict": exposure.get("verdict"),
+        "reasons": exposure.get("reasons") or [],
+        "installed": kai.get("installed"),
+        "namespace": _dash(kai.get("namespace")),
+        "helm": {k: _dash(helm.get(k)) for k in keys},
+        "findings": [_dash(f) for f in kai.get("findings") or []],
+        "components": [_component(c) for c in kai.get("components") or []],
+        "gpu_nodes": {
+            "count": nodes.get("count"),
+            "gpus_total": nodes.get("gpus_total"),
+            "mig_strategies": ", ".join(hints.get("mig_strategies") or []) or "-",
+            "time_slicing": hints.get("time_slicing"),
+            "mps": hints.get("mps"),
+            "fake_gpu_nodes": hints.get("fake_gpu_nodes"),
+        },
+        "denied": ", ".join(k for k, v in (entry.get("access") or {}).items() if v == "forbidden"),
+        "restart_threshold": entry.get("restart_threshold"),
+        "restarts_over": ", ".join(entry.get("restart_threshold_exceeded") or []),
+    }
+
+
+def render_markdown(
+    clusters, summary, affected_range, generated_at=None, fixed_version=None, template_dir=None
+):
+    """inventory.md (``templates/reports/inventory.md.j2``); ``fixed_version``: the release that
+    fixes the panic (meta/kai_releases.yml)."""
+    context = {
+        "generated_at": generated_at,
+        "affected_range": affected_range,
+        "fixed_version": fixed_version,
+        "clusters": "%d" % summary["clusters"],
+        "by_status": _counts(summary["by_status"]),
+        "by_verdict": _counts(summary["by_verdict"]),
+        "split": ", ".join(summary.get("split") or []),
+        "rows": [_row(name, entry) for name, entry in sorted(clusters.items())],
+        "sections": [_section(name, entry) for name, entry in sorted(clusters.items())],
+    }
+    return markdown.render("inventory.md.j2", context, template_dir)

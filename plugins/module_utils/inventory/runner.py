@@ -86,7 +86,12 @@ def run_inventory_report(module, now=None):
         "clusters": clusters,
     }
     markdown = render_markdown(
-        clusters, summary, params["affected_range"], generated_at, params.get("fixed_version")
+        clusters,
+        summary,
+        params["affected_range"],
+        generated_at,
+        params.get("fixed_version"),
+        params.get("template_dir"),
     )
     root, files = write_report(module, [("inventory.json", document), ("inventory.md", markdown)])
     module.exit_json(changed=False, summary=summary, files=files, evidence_dir=root)

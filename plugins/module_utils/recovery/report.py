@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The recovery report (recovery.json / recovery.md): pure functions, no I/O.
+"""The recovery report (recovery.json / recovery.md): pure functions, no I/O. ``build`` judges;
+``render_markdown`` only gives ``templates/reports/recovery.md.j2`` what it prints.
 
 Keeps two questions apart, as the release article asks: *prevention of recurrence* (is the
 binder that runs now in the affected range? read from kai_inventory_facts) and *remediation
@@ -11,6 +12,8 @@ of existing damage* (what was found, what was done, what recovered).
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import markdown
 
 SCHEMA = "kaiops.report/v1"
 FAILED_STATUSES = ("refused", "error", "missing", "invalid_input")
@@ -149,149 +152,86 @@ def build(clusters, generated_at, run_id=None, affected_range=None, fixed_versio
     }
 
 
-def _cell(value):
-    if value is None or value == "":
-        return "-"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+def _interventions(entry):
+    """Each intervention with its optional parts given: the target's namespace, and where the
+    journal recorded and applied it ("#<seq> <at>", None when it has no sequence number)."""
+    rows = []
+    for item in entry.get("interventions") or []:
+        rows.append(
+            dict(
+                item,
+                namespace=item["target"].get("namespace") or "",
+                recorded=(
+                    "#%s %s" % (item["recorded_seq"], item["recorded_at"])
+                    if item.get("recorded_seq")
+                    else None
+                ),
+                applied=(
+                    "#%s %s" % (item["applied_seq"], item["applied_at"])
+                    if item.get("applied_seq")
+                    else None
+                ),
+                reason=item.get("reason"),
+                snapshot=item.get("snapshot"),
+            )
+        )
+    return rows
 
 
-def render_markdown(report):
-    lines = [
-        "# Recovery: KAI binder nil-data ConfigMap panic",
-        "",
-        "Generated %s, run `%s`." % (report["generated_at"], report.get("run_id") or "-"),
-        "",
-        "| cluster | status | findings | interventions applied | recovered | not recovered "
-        "| not applicable |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, entry in report["clusters"].items():
-        verdicts = entry["remediation"]["verdicts"]
-        lines.append(
-            "| %s | %s | %d | %d | %d | %d | %d |"
-            % (
-                _cell(name),
-                _cell(entry["status"]),
-                entry["remediation"]["findings"],
-                entry["remediation"]["interventions_applied"],
+def _observation(entry):
+    """The observation window's line and outcomes; None when the run stopped before it."""
+    obs = entry.get("observation") or {}
+    if not obs:
+        return None
+    return {
+        "window_s": obs.get("window_s"),
+        "source": (entry.get("window") or {}).get("source", "-"),
+        "started_at": obs.get("started_at") or "-",
+        "read_at": obs.get("read_at") or "-",
+        "attempts": obs.get("attempts") or 1,
+        "watched": obs.get("watched"),
+        "outcomes": [dict(o, at=o.get("at")) for o in obs.get("outcomes") or []],
+    }
+
+
+def _cluster(name, entry):
+    """One cluster as the template prints it: the entry, its counts as text and each optional
+    part given (the template reads the required ones, status and the two lines, from the entry)."""
+    remediation = entry["remediation"]
+    verdicts = remediation["verdicts"]
+    access = entry.get("access") or {}
+    return dict(
+        entry,
+        name=name,
+        counts=[
+            "%d" % n
+            for n in (
+                remediation["findings"],
+                remediation["interventions_applied"],
                 verdicts.get("recovered", 0),
                 verdicts.get("not_recovered", 0),
                 verdicts.get("not_applicable", 0),
             )
-        )
-    for name, entry in report["clusters"].items():
-        lines += ["", "## %s" % name, ""]
-        if entry.get("error"):
-            lines += ["**%s**: %s" % (entry["status"].upper(), entry["error"]), ""]
-        lines.append("- **Prevention of recurrence**: %s" % entry["prevention"]["line"])
-        lines.append("- **Remediation of existing damage**: %s" % entry["remediation"]["line"])
-        lines.append(
-            "- Steps enabled: %s%s"
-            % (
-                ", ".join(entry.get("steps_enabled") or []) or "none (read-only run)",
-                " - --check run, nothing applied" if entry.get("check_mode") else "",
-            )
-        )
-        scope = entry.get("namespaces") or []
-        lines.append("- Scope: %s" % (", ".join(scope) if scope else "all namespaces"))
-        for note in entry.get("notes") or []:
-            lines.append("- **%s**" % note)
-        access = entry.get("access") or {}
-        if access:
-            lines.append(
-                "- APIs read: %s" % ", ".join("%s %s" % kv for kv in sorted(access.items()))
-            )
-        lines += ["", "### Findings", ""]
-        findings = entry.get("findings") or []
-        if not findings:
-            lines.append(
-                "None found in what could be read (see the notes above for what could not)."
-            )
-        else:
-            lines += [
-                "| finding | classification | since | evidence |",
-                "|---|---|---|---|",
-            ]
-            for f in findings:
-                lines.append(
-                    "| `%s` | %s | %s | %s |"
-                    % (
-                        f["id"],
-                        f["classification"],
-                        _cell(f.get("since")),
-                        _cell("; ".join(f["evidence"])),
-                    )
-                )
-        lines += [
-            "",
-            "### Interventions (each recorded in interventions.jsonl before it was applied)",
-            "",
-        ]
-        interventions = entry.get("interventions") or []
-        if not interventions:
-            lines.append("None applied.")
-        else:
-            lines += [
-                "| id | step | object | recorded (seq, at) | applied (seq, at) | outcome "
-                "| snapshot |",
-                "|---|---|---|---|---|---|---|",
-            ]
-            for i in interventions:
-                t = i["target"]
-                lines.append(
-                    "| %s | %s | %s %s/%s | %s | %s | %s: %s | %s |"
-                    % (
-                        i["id"],
-                        i["step"],
-                        t["kind"],
-                        t.get("namespace") or "",
-                        t["name"],
-                        _cell(
-                            "#%s %s" % (i["recorded_seq"], i["recorded_at"])
-                            if i.get("recorded_seq")
-                            else None
-                        ),
-                        _cell(
-                            "#%s %s" % (i["applied_seq"], i["applied_at"])
-                            if i.get("applied_seq")
-                            else None
-                        ),
-                        i["outcome"],
-                        _cell(i.get("reason")),
-                        _cell(i.get("snapshot")),
-                    )
-                )
-        for idle in entry.get("idle_steps") or []:
-            lines.append("- step %s: nothing done - %s" % (idle["step"], idle["reason"]))
-        obs = entry.get("observation") or {}
-        window = entry.get("window") or {}
-        lines += ["", "### Observation", ""]
-        if obs:
-            lines.append(
-                "Window %ss (%s); observed %s to %s, %s read(s)%s."
-                % (
-                    obs.get("window_s"),
-                    window.get("source", "-"),
-                    obs.get("started_at") or "-",
-                    obs.get("read_at") or "-",
-                    obs.get("attempts") or 1,
-                    ""
-                    if obs.get("watched")
-                    else " - one read only: read-only run (no step enabled, or --check)",
-                )
-            )
-            lines += ["", "| finding | verdict | at | why |", "|---|---|---|---|"]
-            for o in obs.get("outcomes") or []:
-                lines.append(
-                    "| `%s` | %s | %s | %s |"
-                    % (o["finding"], o["verdict"], _cell(o.get("at")), _cell(o["why"]))
-                )
-        else:
-            lines.append("Not observed (the run stopped before).")
-        if entry.get("unrecovered_after_intervention"):
-            lines += [
-                "",
-                "**Not recovered after an intervention**: %s"
-                % ", ".join(entry["unrecovered_after_intervention"]),
-            ]
-    return "\n".join(lines) + "\n"
+        ],
+        error=entry.get("error"),
+        steps=", ".join(entry.get("steps_enabled") or []) or "none (read-only run)",
+        check_mode=entry.get("check_mode"),
+        scope=", ".join(entry.get("namespaces") or []) or "all namespaces",
+        notes=entry.get("notes") or [],
+        apis_read=", ".join("%s %s" % kv for kv in sorted(access.items())),
+        findings=[
+            dict(f, since=f.get("since"), evidence="; ".join(f["evidence"]))
+            for f in entry.get("findings") or []
+        ],
+        interventions=_interventions(entry),
+        idle_steps=entry.get("idle_steps") or [],
+        observation=_observation(entry),
+        unrecovered=", ".join(entry.get("unrecovered_after_intervention") or []),
+    )
+
+
+def render_markdown(report, template_dir=None):
+    """recovery.md, rendered with ``templates/reports/recovery.md.j2``."""
+    clusters = [_cluster(name, entry) for name, entry in report["clusters"].items()]
+    context = dict(report, run_id=report.get("run_id") or "-", clusters=clusters)
+    return markdown.render("recovery.md.j2", context, template_dir)

@@ -128,7 +128,11 @@ def run_recovery_report(module, now=_utc_now):
         fixed_version=params.get("fixed_version"),
     )
     root, files = write_report(
-        module, [("recovery.json", report), ("recovery.md", render_markdown(report))]
+        module,
+        [
+            ("recovery.json", report),
+            ("recovery.md", render_markdown(report, params.get("template_dir"))),
+        ],
     )
     module.exit_json(
         changed=False,
