@@ -191,12 +191,14 @@ def test_recovery_deletes_only_what_it_recorded_first_and_observes_recovery(tmp_
 
 def test_enabled_steps_with_nothing_to_act_on_still_watch_the_window(tmp_path):
     # the reservation namespace is out of scope: the enabled step finds nothing to delete, yet
-    # a bind KAI retries on its own may be in flight, so the window is watched, not read once
+    # a bind KAI retries on its own may be in flight, so the window is watched, not read once.
+    # The window holds several polls even when a busy machine takes seconds to start the first
+    # read (3 s failed under a load of 10 on 2 cores: the first read came after the window).
     api = WritableFakeAPI(cluster(), str(tmp_path / "evidence")).start()
     steps = {
         "kai_recovery_steps": ["delete_stale_reservation_pods"],
         "kai_recovery_namespaces": ["team-a"],
-        "kai_recovery_window_s": 3,
+        "kai_recovery_window_s": 10,
         "kai_recovery_poll_delay_s": 1,
     }
     try:
