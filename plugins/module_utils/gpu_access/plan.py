@@ -282,6 +282,41 @@ def _carries(labels, owned):
     return bool(owned) and all((labels or {}).get(k) == v for k, v in owned.items())
 
 
+def _policy_queue_checks(found, options):
+    """(problems, leftovers) of the policy_queue case's queues: the missing queue must not
+    exist; the zero-GPU queue, when it exists, must be a leftover of this role's to remove."""
+    problems, leftovers = [], []
+    missing = found.get(options.get("missing_queue")) or {}
+    if missing.get("exists"):
+        problems.append(
+            "kai_gpu_access_missing_queue '%s' exists on the cluster: the outsider must name "
+            "a queue that does not exist" % options.get("missing_queue")
+        )
+    zero = found.get(options.get("zero_queue")) or {}
+    if zero.get("exists") and _carries(zero.get("labels"), options.get("owned_labels")):
+        # created by this role and left by a run killed part way: removed before planting
+        leftovers.append(
+            {"kind": "Queue", "name": options.get("zero_queue"), "labels": zero["labels"]}
+        )
+    elif zero.get("exists"):
+        problems.append(
+            "Queue %s already exists and does not carry this role's labels %s: it is not "
+            "ours, so it is neither reused nor deleted: delete it "
+            "(kubectl delete queues.scheduling.run.ai %s) or set kai_gpu_access_zero_queue"
+            % (
+                options.get("zero_queue"),
+                options.get("owned_labels") or {},
+                options.get("zero_queue"),
+            )
+        )
+    if options.get("zero_queue") in (options.get("queue"), options.get("missing_queue")):
+        problems.append(
+            "kai_gpu_access_zero_queue must differ from kai_gpu_access_queue and "
+            "kai_gpu_access_missing_queue"
+        )
+    return problems, leftovers
+
+
 def build_plan(raw, options, kai, check_mode):
     """The whole plan; ``options`` are the module's parameters."""
     names = [options.get("queue"), options.get("missing_queue"), options.get("zero_queue")]
@@ -301,34 +336,8 @@ def build_plan(raw, options, kai, check_mode):
             "wait for it; name an existing queue" % (options.get("queue"), ", ".join(kai_cases))
         )
     if "policy_queue" in selected:
-        missing = found.get(options.get("missing_queue")) or {}
-        if missing.get("exists"):
-            problems.append(
-                "kai_gpu_access_missing_queue '%s' exists on the cluster: the outsider must name "
-                "a queue that does not exist" % options.get("missing_queue")
-            )
-        zero = found.get(options.get("zero_queue")) or {}
-        if zero.get("exists") and _carries(zero.get("labels"), options.get("owned_labels")):
-            # created by this role and left by a run killed part way: removed before planting
-            leftovers.append(
-                {"kind": "Queue", "name": options.get("zero_queue"), "labels": zero["labels"]}
-            )
-        elif zero.get("exists"):
-            problems.append(
-                "Queue %s already exists and does not carry this role's labels %s: it is not "
-                "ours, so it is neither reused nor deleted: delete it "
-                "(kubectl delete queues.scheduling.run.ai %s) or set kai_gpu_access_zero_queue"
-                % (
-                    options.get("zero_queue"),
-                    options.get("owned_labels") or {},
-                    options.get("zero_queue"),
-                )
-            )
-        if options.get("zero_queue") in (options.get("queue"), options.get("missing_queue")):
-            problems.append(
-                "kai_gpu_access_zero_queue must differ from kai_gpu_access_queue and "
-                "kai_gpu_access_missing_queue"
-            )
+        more, leftovers = _policy_queue_checks(found, options)
+        problems += more
     nodes_read = raw.get("nodes") is not None
     if nodes_read and not nodes and any(c in GPU_CASES for c in selected):
         problems.append(

@@ -72,6 +72,26 @@ def _condition_time(pod, kind):
     return None
 
 
+def _probe_output(probe):
+    """What the probe printed that the rules read, or None when it printed no JSON line."""
+    if probe is None:
+        return None
+    return {
+        "started_at": probe.get("started_at"),
+        "finished_at": probe.get("finished_at"),
+        "gpu_present": probe.get("gpu_present"),
+        "mode": probe.get("mode"),
+        "note": probe.get("note"),
+        "gpu_detail": probe.get("gpu_detail"),
+        "devices": probe.get("devices") or [],
+        "check_passed": (probe.get("check") or {}).get("passed"),
+        "computed_on": (probe.get("check") or {}).get("computed_on"),
+        "alloc": probe.get("alloc") or {},
+        "exit_code": probe.get("exit_code"),
+        "error": probe.get("error"),
+    }
+
+
 def pod_record(pod, log_text):
     """What the report needs of one probe pod: identity, timeline, exit, probe output.
 
@@ -104,27 +124,10 @@ def pod_record(pod, log_text):
         "scheduled_at": _condition_time(pod, "PodScheduled"),
         "started_at": term.get("startedAt") or (state.get("running") or {}).get("startedAt"),
         "finished_at": term.get("finishedAt"),
-        "probe": None
-        if probe is None
-        else {
-            "started_at": probe.get("started_at"),
-            "finished_at": probe.get("finished_at"),
-            "gpu_present": probe.get("gpu_present"),
-            "mode": probe.get("mode"),
-            "note": probe.get("note"),
-            "gpu_detail": probe.get("gpu_detail"),
-            "devices": probe.get("devices") or [],
-            "check_passed": (probe.get("check") or {}).get("passed"),
-            "computed_on": (probe.get("check") or {}).get("computed_on"),
-            "alloc": probe.get("alloc") or {},
-            "exit_code": probe.get("exit_code"),
-            "error": probe.get("error"),
-        },
+        "probe": _probe_output(probe),
         "visible": {
-            "NVIDIA_VISIBLE_DEVICES": visible.get("NVIDIA_VISIBLE_DEVICES"),
-            "GPU_PORTION": visible.get("GPU_PORTION"),
-            "RUNAI_NUM_OF_GPUS": visible.get("RUNAI_NUM_OF_GPUS"),
-            "configmap": visible.get("configmap"),
+            key: visible.get(key)
+            for key in ("NVIDIA_VISIBLE_DEVICES", "GPU_PORTION", "RUNAI_NUM_OF_GPUS", "configmap")
         },
         "devices": device_ids(visible.get("NVIDIA_VISIBLE_DEVICES")),
         "spec_env": container_env(container),
@@ -232,21 +235,13 @@ def held_reasons(pod_group_state):
     ]
 
 
-def case_snapshot(raw):
-    """One read of a case (client.case_state) as an observation: names to compact states.
-
-    ``pod_groups`` and ``bind_requests`` are keyed by the pod they are for; ``reservations`` by
-    GPU group, only for the groups of this case's pods and BindRequests; ``configmaps`` the data
-    (None: the ConfigMap has no data) of the GPU-sharing ConfigMaps of this case's pods.
-    """
-    pods = {}
-    for pod in raw.get("pods") or []:
-        pods[(pod.get("metadata") or {}).get("name")] = pod_state(pod)
+def _snapshot_pod_groups(raw_pod_groups, pods):
+    """The PodGroups of this case's pods, keyed by pod: by the pod's annotation, else owner."""
     by_group_name = {
         state["pod_group"]: name for name, state in pods.items() if state.get("pod_group")
     }
     pod_groups = {}
-    for pg in raw.get("pod_groups") or []:
+    for pg in raw_pod_groups or []:
         meta = pg.get("metadata") or {}
         owner = next(
             (o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"),
@@ -259,8 +254,12 @@ def case_snapshot(raw):
                 "queue": (pg.get("spec") or {}).get("queue"),
                 "reasons": _reasons(pg),
             }
+    return pod_groups
+
+
+def _snapshot_bind_requests(raw_bind_requests, pods):
     bind_requests = {}
-    for br in raw.get("bind_requests") or []:
+    for br in raw_bind_requests or []:
         spec = br.get("spec") or {}
         status = br.get("status") or {}
         if spec.get("podName") in pods:
@@ -272,11 +271,16 @@ def case_snapshot(raw):
                 "portion": (spec.get("receivedGPU") or {}).get("portion"),
                 "groups": spec.get("selectedGPUGroups") or [],
             }
+    return bind_requests
+
+
+def _snapshot_reservations(raw_reservation_pods, pods, bind_requests):
+    """The reservation pods of the GPU groups of this case's pods and BindRequests only."""
     groups = {s["gpu_group"] for s in pods.values() if s.get("gpu_group")}
     for br in bind_requests.values():
         groups.update(br["groups"])
     reservations = {}
-    for rp in raw.get("reservation_pods") or []:
+    for rp in raw_reservation_pods or []:
         meta = rp.get("metadata") or {}
         group = (meta.get("labels") or {}).get(facts.GPU_GROUP_LABEL)
         if group in groups:
@@ -287,20 +291,39 @@ def case_snapshot(raw):
                 "phase": (rp.get("status") or {}).get("phase"),
                 "created_at": meta.get("creationTimestamp"),
             }
+    return reservations
+
+
+def _snapshot_configmaps(raw_configmaps, pods):
+    """The data of the GPU-sharing ConfigMaps named after this case's pods' prefixes."""
     prefixes = tuple(
         s["configmap_prefix"] + "-" for s in pods.values() if s.get("configmap_prefix")
     )
     configmaps = {}
-    for cm in raw.get("configmaps") or []:
+    for cm in raw_configmaps or []:
         name = (cm.get("metadata") or {}).get("name") or ""
         if prefixes and name.startswith(prefixes):
             configmaps[name] = cm.get("data")
+    return configmaps
+
+
+def case_snapshot(raw):
+    """One read of a case (client.case_state) as an observation: names to compact states.
+
+    ``pod_groups`` and ``bind_requests`` are keyed by the pod they are for; ``reservations`` by
+    GPU group, only for the groups of this case's pods and BindRequests; ``configmaps`` the data
+    (None: the ConfigMap has no data) of the GPU-sharing ConfigMaps of this case's pods.
+    """
+    pods = {}
+    for pod in raw.get("pods") or []:
+        pods[(pod.get("metadata") or {}).get("name")] = pod_state(pod)
+    bind_requests = _snapshot_bind_requests(raw.get("bind_requests"), pods)
     return {
         "pods": pods,
-        "pod_groups": pod_groups,
+        "pod_groups": _snapshot_pod_groups(raw.get("pod_groups"), pods),
         "bind_requests": bind_requests,
-        "configmaps": configmaps,
-        "reservations": reservations,
+        "configmaps": _snapshot_configmaps(raw.get("configmaps"), pods),
+        "reservations": _snapshot_reservations(raw.get("reservation_pods"), pods, bind_requests),
         "access": raw.get("access") or {},
     }
 

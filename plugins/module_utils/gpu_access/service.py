@@ -490,6 +490,53 @@ def _enforced_text(setting):
     return text
 
 
+def _visible_devices_rejected(adm, setting):
+    """(observed, problems) when admission rejected the pod naming devices itself."""
+    observed = "blockNvidiaVisibleDevices enforced: rejected by admission: %s" % adm.get("message")
+    problems = []
+    if setting.get("enabled") is False:
+        problems.append(
+            "admission rejected it although the cluster reads %s" % _enforced_text(setting)
+        )
+    return observed, problems
+
+
+def _visible_devices_admitted(rec, setting):
+    """(observed, problems, observations) when admission let the pod naming devices through."""
+    named = rec["visible"]["NVIDIA_VISIBLE_DEVICES"]
+    observed = (
+        "blockNvidiaVisibleDevices not enforced: admitted, %s on %s (%s), no GPU request; its "
+        "container sees NVIDIA_VISIBLE_DEVICES=%s%s; devices from KAI or the driver: %s"
+        % (
+            rec["phase"],
+            rec["node"],
+            rec.get("scheduler"),
+            _show(named),
+            ", which it named itself" if self_named(rec) else "",
+            "; ".join(outsider_devices(rec, count_self_named=False)) or "none",
+        )
+    )
+    problems, observations = [], []
+    if rec["probe"] is None:
+        problems.append(
+            "%s printed no probe JSON line: what it sees was not observed" % rec["name"]
+        )
+    if setting.get("enabled") is True:
+        problems.append(
+            "blockNvidiaVisibleDevices is on but admission let %s through" % rec["name"]
+        )
+    problems += _outsider_problems(rec, count_self_named=False)
+    if rec["devices"]:
+        observations.append(
+            "observation: %s sees devices %s that it named itself: with "
+            "blockNvidiaVisibleDevices off, admission lets a pod without a GPU request name "
+            "devices; on a node whose container runtime honours NVIDIA_VISIBLE_DEVICES that "
+            "is GPU access outside KAI" % (rec["name"], rec["devices"])
+        )
+    observations.append("observation: %s: %s" % (rec["name"], gpu_label(rec)))
+    return observed, problems, observations
+
+
 def rule_policy_visible_devices(pods, context):
     recs = _by_case(pods, "policy_visible_devices")
     adm = _admission(context, "policy_visible_devices")
@@ -498,50 +545,13 @@ def rule_policy_visible_devices(pods, context):
     setting = ((context.get("plan") or {}).get("enforcement") or {}).get(
         "block_nvidia_visible_devices"
     ) or {}
-    block = setting.get("enabled")
-    problems, observations = [], []
     if adm.get("rejected"):
         enforced = "on"
-        observed = "blockNvidiaVisibleDevices enforced: rejected by admission: %s" % adm.get(
-            "message"
-        )
-        if block is False:
-            problems.append(
-                "admission rejected it although the cluster reads %s" % _enforced_text(setting)
-            )
+        observed, problems = _visible_devices_rejected(adm, setting)
+        observations = []
     elif recs:
         enforced = "off"
-        rec = recs[0]
-        named = rec["visible"]["NVIDIA_VISIBLE_DEVICES"]
-        observed = (
-            "blockNvidiaVisibleDevices not enforced: admitted, %s on %s (%s), no GPU request; its "
-            "container sees NVIDIA_VISIBLE_DEVICES=%s%s; devices from KAI or the driver: %s"
-            % (
-                rec["phase"],
-                rec["node"],
-                rec.get("scheduler"),
-                _show(named),
-                ", which it named itself" if self_named(rec) else "",
-                "; ".join(outsider_devices(rec, count_self_named=False)) or "none",
-            )
-        )
-        if rec["probe"] is None:
-            problems.append(
-                "%s printed no probe JSON line: what it sees was not observed" % rec["name"]
-            )
-        if block is True:
-            problems.append(
-                "blockNvidiaVisibleDevices is on but admission let %s through" % rec["name"]
-            )
-        problems += _outsider_problems(rec, count_self_named=False)
-        if rec["devices"]:
-            observations.append(
-                "observation: %s sees devices %s that it named itself: with "
-                "blockNvidiaVisibleDevices off, admission lets a pod without a GPU request name "
-                "devices; on a node whose container runtime honours NVIDIA_VISIBLE_DEVICES that "
-                "is GPU access outside KAI" % (rec["name"], rec["devices"])
-            )
-        observations.append("observation: %s: %s" % (rec["name"], gpu_label(rec)))
+        observed, problems, observations = _visible_devices_admitted(recs[0], setting)
     else:
         return _not_run("the pod was neither created nor rejected")
     observations.insert(
@@ -645,11 +655,9 @@ def contention_outcome(recs):
     return text
 
 
-def rule_contention(pods, context):
-    recs = _by_case(pods, "contention")
-    if not recs:
-        return _missing("contention", context)
-    figures = (context.get("plan") or {}).get("contention") or {}
+def _contention_problems(recs, devices, overlapped, seconds):
+    """Why the case did not show contention: a pod not ended or silent, not two pods, not one
+    device, or no overlap in time."""
     problems = []
     for rec in recs:
         if rec["phase"] not in ("Succeeded", "Failed"):
@@ -660,16 +668,18 @@ def rule_contention(pods, context):
             )
     if len(recs) != 2:
         problems.append("expected 2 workloads, found %d" % len(recs))
-    devices = {d for r in recs for d in r["devices"]}
     if len(devices) != 1:
         problems.append(
             "the workloads did not share one device (%s): no contention" % sorted(devices)
         )
-    overlapped, seconds = overlap(recs)
     if not overlapped:
         problems.append(
             "the workloads did not hold their memory at the same time (overlap %s s)" % seconds
         )
+    return problems
+
+
+def _contention_declared(figures):
     alloc = figures.get("alloc_mib")
     memory = figures.get("device_memory_mib")
     portion = figures.get("portion_mib")
@@ -686,7 +696,12 @@ def rule_contention(pods, context):
                 2 * alloc - memory,
             )
         )
-    per_pod = "; ".join(
+    return declared
+
+
+def _contention_pod_text(r):
+    alloc = (r["probe"] or {}).get("alloc") or {}
+    return (
         "%s: %s (exit %s%s), started %s, finished %s, allocated %s of %s MiB on device %s, "
         "held %s s%s"
         % (
@@ -696,20 +711,27 @@ def rule_contention(pods, context):
             ", " + r["reason"] if r["reason"] else "",
             r["started_at"],
             r["finished_at"],
-            ((r["probe"] or {}).get("alloc") or {}).get("allocated_mib"),
-            ((r["probe"] or {}).get("alloc") or {}).get("requested_mib"),
-            ((r["probe"] or {}).get("alloc") or {}).get("on_device"),
-            ((r["probe"] or {}).get("alloc") or {}).get("held_seconds"),
-            ", error: " + ((r["probe"] or {}).get("alloc") or {}).get("error")
-            if ((r["probe"] or {}).get("alloc") or {}).get("error")
-            else "",
+            alloc.get("allocated_mib"),
+            alloc.get("requested_mib"),
+            alloc.get("on_device"),
+            alloc.get("held_seconds"),
+            ", error: " + alloc.get("error") if alloc.get("error") else "",
         )
-        for r in recs
     )
+
+
+def rule_contention(pods, context):
+    recs = _by_case(pods, "contention")
+    if not recs:
+        return _missing("contention", context)
+    figures = (context.get("plan") or {}).get("contention") or {}
+    devices = {d for r in recs for d in r["devices"]}
+    overlapped, seconds = overlap(recs)
+    problems = _contention_problems(recs, devices, overlapped, seconds)
     outcome = contention_outcome(recs)
     observed = "%s; %s; device %s, overlap %s s; outcome: %s" % (
-        declared,
-        per_pod,
+        _contention_declared(figures),
+        "; ".join(_contention_pod_text(r) for r in recs),
         sorted(devices),
         seconds,
         outcome,

@@ -289,21 +289,9 @@ def verdict(facts):
     raise AssertionError("VERDICT_RULES ends with a catch-all")  # pragma: no cover
 
 
-def analyse(
-    raw,
-    cluster,
-    affected_range,
-    binder_name="binder",
-    operator_name="kai-operator",
-    admission_name="admission",
-    restart_threshold=None,
-):
-    """The inventory of one cluster from collect()'s reads; raises only for a bad range."""
-    parse_range(affected_range)
-    access = raw.get("access") or {}
-    deployments = raw.get("deployments") or []
-    kai_pods = raw.get("kai_pods") or []
-    release = raw.get("release_name") or next(
+def _release_of(raw, deployments):
+    """The KAI Helm release: the one asked for, else the first KAI Deployment's annotation."""
+    return raw.get("release_name") or next(
         (
             _annotations(d).get(kai_facts.HELM_RELEASE_ANNOTATION)
             for d in deployments
@@ -311,6 +299,24 @@ def analyse(
         ),
         kai_facts.HELM_RELEASE,
     )
+
+
+def _running_version(identity, binder, binder_name, operator_container):
+    """(version, source): identify's reading, else the binder's tag, else the operator's."""
+    version = identity["version"] if binder_name == kai_facts.BINDER else None
+    if version is None and binder:
+        version = (_main_container(binder, binder_name) or {}).get("tag")
+    version_source = "binder image tag"
+    if version is None and operator_container:
+        version, version_source = operator_container.get("tag"), "operator image tag"
+    return version, version_source
+
+
+def _kai_reading(raw, binder_name, operator_name, admission_name):
+    """What KAI runs: its components, the named ones among them, kai-config and the version."""
+    deployments = raw.get("deployments") or []
+    kai_pods = raw.get("kai_pods") or []
+    release = _release_of(raw, deployments)
     components = sorted(
         (component(d, kai_pods) for d in deployments if is_kai_component(d, release)),
         key=lambda c: c["name"],
@@ -318,28 +324,35 @@ def analyse(
     by_name = {c["name"]: c for c in components}
     binder = by_name.get(binder_name)
     operator_comp = by_name.get(operator_name)
-    admission = by_name.get(admission_name)
     config = raw.get("kai_config")
     installed = bool(binder or operator_comp)
     kinds = set(c.get("implementation") for c in components)
-    implementation = ("standin" if "standin" in kinds else "kai") if installed else None
-
     # The one reading of what runs (kai/identify): its findings name components, the operator
     # and kai-config disagreeing; helm's voice is added by the report, after helm is read.
     identity = kai_identify.analyse(
         [d for d in deployments if is_kai_component(d, release)], config
     )
     operator_container = _main_container(operator_comp, "operator") if operator_comp else None
-    version = identity["version"] if binder_name == kai_facts.BINDER else None
-    if version is None and binder:
-        version = (_main_container(binder, binder_name) or {}).get("tag")
-    version_source = "binder image tag"
-    if version is None and operator_container:
-        version, version_source = operator_container.get("tag"), "operator image tag"
+    version, version_source = _running_version(identity, binder, binder_name, operator_container)
+    return {
+        "components": components,
+        "binder": binder,
+        "operator": operator_comp,
+        "admission": by_name.get(admission_name),
+        "config": config,
+        "installed": installed,
+        "implementation": ("standin" if "standin" in kinds else "kai") if installed else None,
+        "identity": identity,
+        "operator_container": operator_container,
+        "version": version,
+        "version_source": version_source,
+    }
 
+
+def _gpu_sharing(config, admission):
+    """Whether GPU sharing is on: the admission container's flag decides, else kai-config."""
     config_spec = (config or {}).get("spec") or {}
     config_sharing = (config_spec.get("admission") or {}).get("gpuSharing")
-    sharing_mode = (config_spec.get("global") or {}).get("gpuSharingMode")
     admission_arg = None
     if admission:
         admission_arg = any(ADMISSION_SHARING_ARG in c["flags"] for c in admission["containers"])
@@ -352,13 +365,17 @@ def analyse(
         )
     else:
         sharing_enabled, sharing_source = None, "unknown"
+    return {
+        "enabled": sharing_enabled,
+        "source": sharing_source,
+        "admission_arg": admission_arg,
+        "config_gpu_sharing": config_sharing,
+        "config_gpu_sharing_mode": (config_spec.get("global") or {}).get("gpuSharingMode"),
+    }
 
-    pods = fraction_pods(raw.get("pods") or [])
-    cms = sharing_configmaps(pods, raw.get("sharing_configmaps") or {})
-    bind_requests = raw.get("bind_requests") or []
-    failed = [b for b in bind_requests if (b.get("status") or {}).get("phase") == "Failed"]
-    nil_map = [b for b in failed if NIL_MAP_REASON in str((b.get("status") or {}).get("reason"))]
 
+def _helm(raw, components, operator_container):
+    """The release the components carry, its latest revision read from helm's Secrets."""
     helm_releases = helm_from_secrets(raw.get("helm_secrets"))
     release_name = next((c["helm_release"] for c in components if c["helm_release"]), None)
     helm = dict(helm_releases.get(release_name) or {}) if release_name else {}
@@ -371,10 +388,24 @@ def analyse(
             "source": "deployment annotations and operator image tag",
         }
     )
+    return helm
 
-    version_affected = in_range(version, affected_range) if installed else None
+
+def _bind_request_symptoms(bind_requests):
+    failed = [b for b in bind_requests if (b.get("status") or {}).get("phase") == "Failed"]
+    nil_map = [b for b in failed if NIL_MAP_REASON in str((b.get("status") or {}).get("reason"))]
+    return {
+        "bind_requests": len(bind_requests),
+        "bind_requests_failed": len(failed),
+        "bind_requests_nil_map": len(nil_map),
+    }
+
+
+def _exposure(kai, sharing_enabled, affected_range, pods, cms, symptoms):
+    """The verdict (VERDICT_RULES) with its reasons, and the facts it was decided on."""
+    version_affected = in_range(kai["version"], affected_range) if kai["installed"] else None
     facts = {
-        "installed": installed,
+        "installed": kai["installed"],
         "version_in_range": version_affected,
         "path_in_use": bool(pods),
         "gpu_sharing_enabled": bool(sharing_enabled),
@@ -386,93 +417,118 @@ def analyse(
             "GPU-sharing ConfigMaps with no data owned by their pod exist "
             "(the exact precondition of the panic)"
         )
-    if nil_map:
+    if symptoms["bind_requests_nil_map"]:
         reasons.append("BindRequests already failed with '%s'" % NIL_MAP_REASON)
+    return {
+        "verdict": verdict_name,
+        "reasons": reasons,
+        "affected_range": affected_range,
+        "binder_version": kai["version"],
+        "version_in_range": version_affected,
+        "path_in_use": facts["path_in_use"],
+        "gpu_sharing_enabled": sharing_enabled,
+    }
 
-    over = []
-    if restart_threshold is not None:
-        over = [c["name"] for c in components if c["restarts"] > restart_threshold]
 
+def _status(installed, access):
     status = "ok" if installed else "not_installed"
     denied = sorted(k for k, v in access.items() if v == "forbidden")
     if installed and denied:
         status = "partial"
     if not installed and access.get("deployments") == "forbidden":
         status = "forbidden"
+    return status
 
-    version_info = raw.get("version") or {}
+
+def _server_version(version_info):
+    version_info = version_info or {}
+    return {
+        "git_version": version_info.get("gitVersion"),
+        "major": version_info.get("major"),
+        "minor": version_info.get("minor"),
+        "platform": version_info.get("platform"),
+    }
+
+
+def _kai_section(raw, kai, sharing, helm):
+    installed, identity = kai["installed"], kai["identity"]
+    return {
+        "installed": installed,
+        "namespace": raw.get("namespace"),
+        "version": kai["version"],
+        "version_source": kai["version_source"] if kai["version"] else None,
+        "implementation": kai["implementation"],
+        "implementation_label": IMPLEMENTATION_NAMES.get(kai["implementation"]),
+        "binder": kai["binder"],
+        "operator": kai["operator"],
+        "components": kai["components"],
+        "helm": helm,
+        "config": {
+            "found": kai["config"] is not None,
+            "gpu_sharing": sharing["config_gpu_sharing"],
+            "gpu_sharing_mode": sharing["config_gpu_sharing_mode"],
+            "generation": identity["config"].get("generation"),
+            "conditions": identity["config"]["conditions"],
+            "conditions_current": identity["config"]["current"],
+            "image_tags": identity["config"]["tags"],
+        },
+        "all_rolled_out": identity["all_rolled_out"] if installed else None,
+        "findings": identity["findings"] if installed else [],
+    }
+
+
+def _affected_path_section(pods, cms):
+    return {
+        "in_use": bool(pods),
+        "fraction_pods": len(pods),
+        "pods": [
+            {
+                "namespace": p["metadata"]["namespace"],
+                "name": p["metadata"]["name"],
+                "annotations": {
+                    k: v for k, v in _annotations(p).items() if k in FRACTION_ANNOTATIONS
+                },
+            }
+            for p in pods[:LIST_LIMIT]
+        ],
+        "configmaps": len(cms),
+        "configmaps_without_data": sum(1 for c in cms if not c["has_data"]),
+        "trigger_ready_configmaps": sum(1 for c in cms if c["trigger_ready"]),
+        "configmap_list": cms[:LIST_LIMIT],
+    }
+
+
+def analyse(
+    raw,
+    cluster,
+    affected_range,
+    binder_name="binder",
+    operator_name="kai-operator",
+    admission_name="admission",
+    restart_threshold=None,
+):
+    """The inventory of one cluster from collect()'s reads; raises only for a bad range."""
+    parse_range(affected_range)
+    access = raw.get("access") or {}
+    kai = _kai_reading(raw, binder_name, operator_name, admission_name)
+    sharing = _gpu_sharing(kai["config"], kai["admission"])
+    pods = fraction_pods(raw.get("pods") or [])
+    cms = sharing_configmaps(pods, raw.get("sharing_configmaps") or {})
+    symptoms = _bind_request_symptoms(raw.get("bind_requests") or [])
+    helm = _helm(raw, kai["components"], kai["operator_container"])
+    over = []
+    if restart_threshold is not None:
+        over = [c["name"] for c in kai["components"] if c["restarts"] > restart_threshold]
     return {
         "cluster": cluster,
-        "status": status,
-        "server_version": {
-            "git_version": version_info.get("gitVersion"),
-            "major": version_info.get("major"),
-            "minor": version_info.get("minor"),
-            "platform": version_info.get("platform"),
-        },
-        "kai": {
-            "installed": installed,
-            "namespace": raw.get("namespace"),
-            "version": version,
-            "version_source": version_source if version else None,
-            "implementation": implementation,
-            "implementation_label": IMPLEMENTATION_NAMES.get(implementation),
-            "binder": binder,
-            "operator": operator_comp,
-            "components": components,
-            "helm": helm,
-            "config": {
-                "found": config is not None,
-                "gpu_sharing": config_sharing,
-                "gpu_sharing_mode": sharing_mode,
-                "generation": identity["config"].get("generation"),
-                "conditions": identity["config"]["conditions"],
-                "conditions_current": identity["config"]["current"],
-                "image_tags": identity["config"]["tags"],
-            },
-            "all_rolled_out": identity["all_rolled_out"] if installed else None,
-            "findings": identity["findings"] if installed else [],
-        },
-        "gpu_sharing": {
-            "enabled": sharing_enabled,
-            "source": sharing_source,
-            "admission_arg": admission_arg,
-            "config_gpu_sharing": config_sharing,
-            "config_gpu_sharing_mode": sharing_mode,
-        },
-        "affected_path": {
-            "in_use": bool(pods),
-            "fraction_pods": len(pods),
-            "pods": [
-                {
-                    "namespace": p["metadata"]["namespace"],
-                    "name": p["metadata"]["name"],
-                    "annotations": {
-                        k: v for k, v in _annotations(p).items() if k in FRACTION_ANNOTATIONS
-                    },
-                }
-                for p in pods[:LIST_LIMIT]
-            ],
-            "configmaps": len(cms),
-            "configmaps_without_data": sum(1 for c in cms if not c["has_data"]),
-            "trigger_ready_configmaps": sum(1 for c in cms if c["trigger_ready"]),
-            "configmap_list": cms[:LIST_LIMIT],
-        },
-        "symptoms": {
-            "bind_requests": len(bind_requests),
-            "bind_requests_failed": len(failed),
-            "bind_requests_nil_map": len(nil_map),
-        },
+        "status": _status(kai["installed"], access),
+        "server_version": _server_version(raw.get("version")),
+        "kai": _kai_section(raw, kai, sharing, helm),
+        "gpu_sharing": sharing,
+        "affected_path": _affected_path_section(pods, cms),
+        "symptoms": symptoms,
         "gpu_nodes": gpu_nodes(raw.get("nodes"), raw.get("device_plugin_configmaps")),
-        "exposure": {
-            "verdict": verdict_name,
-            "reasons": reasons,
-            "affected_range": affected_range,
-            "binder_version": version,
-            "version_in_range": version_affected,
-            "path_in_use": facts["path_in_use"],
-            "gpu_sharing_enabled": sharing_enabled,
-        },
+        "exposure": _exposure(kai, sharing["enabled"], affected_range, pods, cms, symptoms),
         "restart_threshold": restart_threshold,
         "restart_threshold_exceeded": over,
         "access": dict(sorted(access.items())),

@@ -119,19 +119,9 @@ class KubeClient(object):
     def host(self):
         return self._api.configuration.host
 
-    def request(
-        self, method, path, what, body=None, query=None, accept=ACCEPT_JSON, content_type=None
-    ):
-        """One HTTP request; returns the decoded JSON answer. ``what`` names the object.
-
-        Failures read "Failed to reach the API server at <host> for <what>" (a read) or "... to
-        <verb> <what>" (a write), and "Failed to <verb> <what>: HTTP <status> <message>".
-        """
-        verb = _VERBS[method]
-        purpose = "for " + what if method == "GET" else "to %s %s" % (verb, what)
-        headers = {"Accept": accept}
-        if body is not None:
-            headers["Content-Type"] = content_type or ACCEPT_JSON
+    def _exchange(self, method, path, purpose, headers, body=None, query=None):
+        """(response, raw body) of one HTTP exchange, counted and timed; a server that cannot be
+        reached (or trusted: TLS) raises as unreachable, other client errors by their status."""
         started = self._clock()
         self.calls += 1
         try:
@@ -165,6 +155,22 @@ class KubeClient(object):
             ) from exc
         finally:
             self.seconds += self._clock() - started
+        return response, raw
+
+    def request(
+        self, method, path, what, body=None, query=None, accept=ACCEPT_JSON, content_type=None
+    ):
+        """One HTTP request; returns the decoded JSON answer. ``what`` names the object.
+
+        Failures read "Failed to reach the API server at <host> for <what>" (a read) or "... to
+        <verb> <what>" (a write), and "Failed to <verb> <what>: HTTP <status> <message>".
+        """
+        verb = _VERBS[method]
+        purpose = "for " + what if method == "GET" else "to %s %s" % (verb, what)
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = content_type or ACCEPT_JSON
+        response, raw = self._exchange(method, path, purpose, headers, body, query)
         if not 200 <= response.status < 300:
             raise KaiopsError(
                 "Failed to %s %s: HTTP %s %s" % (verb, what, response.status, _api_message(raw)),

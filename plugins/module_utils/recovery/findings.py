@@ -414,21 +414,9 @@ def _configmap_owner(cm, ctx):
     return None, None, owners, False
 
 
-def rule_orphan_configmap(cm, ctx):
-    """A GPU-sharing ConfigMap whose owner pod is gone or not bound."""
-    data = meta(cm)
-    owner, named_by, owners, found = _configmap_owner(cm, ctx)
-    if not found:
-        return None
+def _ownership_evidence(owner, named_by, owners):
+    """How the ConfigMap is tied to its pod, and that the pod is gone or not bound."""
     single_pod_owner = len(owners) == 1 and owners[0].get("kind") == "Pod"
-    if named_by is None and owner is not None and not on_sharing_path(owner):
-        return None  # a pod-owned ConfigMap of a pod that does not share a GPU
-    if not ctx.old_enough(cm):
-        return None
-    if owner is not None and is_bound(owner) and is_live(owner):
-        return None
-    ctx.seen_configmaps.add(key(cm))
-    has_data = bool(cm.get("data")) or bool(cm.get("binaryData"))
     evidence = []
     if named_by:
         evidence.append(
@@ -443,33 +431,59 @@ def rule_orphan_configmap(cm, ctx):
         evidence.append("owner pod %s is gone" % owners[0].get("name"))
     else:
         evidence.append("owner pod %s is not bound" % meta(owner).get("name"))
-    role = sharing_configmap_role(data.get("name"))
-    trigger = (
+    return evidence
+
+
+def _panic_precondition(role, has_data, owner, owners):
+    """The capabilities ConfigMap with no data, owned by exactly its (existing) pod."""
+    single_pod_owner = len(owners) == 1 and owners[0].get("kind") == "Pod"
+    return (
         role == "capabilities"
         and not has_data
         and single_pod_owner
         and owner is not None
         and owners[0].get("uid") == meta(owner).get("uid")
     )
+
+
+def _orphan_classification(owner, trigger, ctx):
+    """(classification, evidence): from its pod's failed bind, when one is on record."""
+    owner_failure = ctx.failed_pods.get(meta(owner).get("uid")) if owner is not None else None
+    if owner_failure is not None:
+        classification = (
+            NIL_MAP if owner_failure["classification"] == NIL_MAP and trigger else STALE
+        )
+        return classification, "its pod's bind failed (%s)" % owner_failure["classification"]
+    return UNDETERMINED, (
+        (ctx.br_note + " for its pod") if ctx.br_note else "no failed bind on record for its pod"
+    )
+
+
+def rule_orphan_configmap(cm, ctx):
+    """A GPU-sharing ConfigMap whose owner pod is gone or not bound."""
+    data = meta(cm)
+    owner, named_by, owners, found = _configmap_owner(cm, ctx)
+    if not found:
+        return None
+    if named_by is None and owner is not None and not on_sharing_path(owner):
+        return None  # a pod-owned ConfigMap of a pod that does not share a GPU
+    if not ctx.old_enough(cm):
+        return None
+    if owner is not None and is_bound(owner) and is_live(owner):
+        return None
+    ctx.seen_configmaps.add(key(cm))
+    has_data = bool(cm.get("data")) or bool(cm.get("binaryData"))
+    evidence = _ownership_evidence(owner, named_by, owners)
+    role = sharing_configmap_role(data.get("name"))
+    trigger = _panic_precondition(role, has_data, owner, owners)
     evidence.append("%s ConfigMap, %s" % (role, "with data" if has_data else "no data"))
     if trigger:
         evidence.append(
             "no data and owned by exactly its pod: the precondition of the panic - an affected "
             "binder fails on this pod again until this ConfigMap changes"
         )
-    owner_failure = ctx.failed_pods.get(meta(owner).get("uid")) if owner is not None else None
-    if owner_failure is not None:
-        classification = (
-            NIL_MAP if owner_failure["classification"] == NIL_MAP and trigger else STALE
-        )
-        evidence.append("its pod's bind failed (%s)" % owner_failure["classification"])
-    else:
-        classification = UNDETERMINED
-        evidence.append(
-            (ctx.br_note + " for its pod")
-            if ctx.br_note
-            else "no failed bind on record for its pod"
-        )
+    classification, why = _orphan_classification(owner, trigger, ctx)
+    evidence.append(why)
     return finding(
         "orphan_configmap",
         cm,

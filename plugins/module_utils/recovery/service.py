@@ -166,6 +166,80 @@ def derive_window(samples, rule=None, explicit_s=0):
 # ---------------------------------------------------------------- plan (pure)
 
 
+def _restart_binder(step, findings, binder, kai_namespace):
+    """(planned, idle): a rolling restart of the binder for the bind failures found."""
+    acted = [
+        f["id"]
+        for f in findings
+        if f["kind"] in ("failed_bind", "failed_bindrequest", "orphan_configmap")
+        and f["classification"] in (NIL_MAP, STALE, OTHER_BIND_ERROR)
+    ]
+    if not acted:
+        return [], [{"step": step, "reason": "no failed bind found to retry"}]
+    if not binder:
+        reason = "no binder Deployment in namespace %s on this cluster" % kai_namespace
+        return [], [{"step": step, "reason": reason}]
+    return [
+        {
+            "step": step,
+            "action": "restart",
+            "target": dict(binder),
+            "findings": acted,
+            "why": "rolling restart of the binder, for %d bind failure(s) found: %s"
+            % (len(acted), ", ".join(acted[:5])),
+        }
+    ], []
+
+
+def _idle_reason(step, kind, findings, planned_uids, select):
+    """Why a delete step enabled has nothing to act on."""
+    taken = [
+        f
+        for f in findings
+        if f["kind"] == kind and f["object"].get("uid") in planned_uids and select(f)
+    ]
+    if taken:
+        return "what it would act on is acted on by an earlier step (%s)" % ", ".join(
+            f["id"] for f in taken
+        )
+    if step in STEP_SELECTS:
+        return "no data-less capabilities ConfigMap of a pod still Pending found"
+    return "nothing of kind %s found" % kind
+
+
+def _delete_step(step, findings, namespaces, planned_uids):
+    """(planned, idle): a delete of each object the step selects that no earlier step took;
+    the uids planned are added to ``planned_uids``."""
+    kind = STEPS[step]
+    select = STEP_SELECTS.get(step, lambda f: True)
+    targets = [
+        f
+        for f in findings
+        if f["kind"] == kind
+        and in_scope(f["object"]["namespace"], namespaces)
+        and select(f)
+        and f["object"].get("uid") not in planned_uids
+    ]
+    idle = []
+    if not targets:
+        reason = _idle_reason(step, kind, findings, planned_uids, select)
+        idle.append({"step": step, "reason": reason})
+    planned = []
+    for finding in targets:
+        planned_uids.add(finding["object"].get("uid"))
+        planned.append(
+            {
+                "step": step,
+                "action": "delete",
+                "target": dict(finding["object"]),
+                "findings": [finding["id"]],
+                "why": "%s (%s): %s"
+                % (finding["kind"], finding["classification"], "; ".join(finding["evidence"])),
+            }
+        )
+    return planned, idle
+
+
 def plan(findings, steps, binder=None, kai_namespace="kai-scheduler", namespaces=()):
     """Interventions for the enabled steps only, each on one object found; and why a step
     enabled has nothing to do. binder: ref() of the binder Deployment, or None."""
@@ -179,87 +253,27 @@ def plan(findings, steps, binder=None, kai_namespace="kai-scheduler", namespaces
                 status="invalid_input",
             )
     for step in [s for s in STEPS if s in steps]:
-        kind = STEPS[step]
-        if kind is None:
-            acted = [
-                f["id"]
-                for f in findings
-                if f["kind"] in ("failed_bind", "failed_bindrequest", "orphan_configmap")
-                and f["classification"] in (NIL_MAP, STALE, OTHER_BIND_ERROR)
-            ]
-            if not acted:
-                idle.append({"step": step, "reason": "no failed bind found to retry"})
-            elif not binder:
-                idle.append(
-                    {
-                        "step": step,
-                        "reason": "no binder Deployment in namespace %s on this cluster"
-                        % kai_namespace,
-                    }
-                )
-            else:
-                planned.append(
-                    {
-                        "step": step,
-                        "action": "restart",
-                        "target": dict(binder),
-                        "findings": acted,
-                        "why": "rolling restart of the binder, for %d bind failure(s) found: %s"
-                        % (len(acted), ", ".join(acted[:5])),
-                    }
-                )
-            continue
-        select = STEP_SELECTS.get(step, lambda f: True)
-        targets = [
-            f
-            for f in findings
-            if f["kind"] == kind
-            and in_scope(f["object"]["namespace"], namespaces)
-            and select(f)
-            and f["object"].get("uid") not in planned_uids
-        ]
-        if not targets:
-            taken = [
-                f
-                for f in findings
-                if f["kind"] == kind and f["object"].get("uid") in planned_uids and select(f)
-            ]
-            if taken:
-                reason = "what it would act on is acted on by an earlier step (%s)" % ", ".join(
-                    f["id"] for f in taken
-                )
-            elif step in STEP_SELECTS:
-                reason = "no data-less capabilities ConfigMap of a pod still Pending found"
-            else:
-                reason = "nothing of kind %s found" % kind
-            idle.append({"step": step, "reason": reason})
-        for finding in targets:
-            planned_uids.add(finding["object"].get("uid"))
-            planned.append(
-                {
-                    "step": step,
-                    "action": "delete",
-                    "target": dict(finding["object"]),
-                    "findings": [finding["id"]],
-                    "why": "%s (%s): %s"
-                    % (finding["kind"], finding["classification"], "; ".join(finding["evidence"])),
-                }
-            )
+        if STEPS[step] is None:
+            more, none = _restart_binder(step, findings, binder, kai_namespace)
+        else:
+            more, none = _delete_step(step, findings, namespaces, planned_uids)
+        planned += more
+        idle += none
     return planned, idle
 
 
 # ---------------------------------------------------------------- observe (pure)
 
 
-def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RESERVATION_NAMESPACE):
-    """Per baseline finding: recovered / not_recovered / not_applicable, with when and why."""
+def _observed(raw, interventions, now, reservation_namespace):
+    """What observe() reads once: objects by uid, pods by key, GPU groups in use by a bound
+    live pod outside the reservation namespace, the objects this run deleted, the read time."""
     pods = raw.get("pods") or []
     by_uid = {}
     for kind_items in (pods, raw.get("configmaps") or [], raw.get("bind_requests") or []):
         for obj in kind_items:
             if meta(obj).get("uid"):
                 by_uid[meta(obj)["uid"]] = obj
-    pods_by_key = {key(p): p for p in pods}
     groups_in_use = {}
     for p in pods:
         group = labels(p).get(GPU_GROUP_LABEL)
@@ -274,75 +288,110 @@ def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RES
     for item in interventions or []:
         if item.get("outcome") == "deleted":
             deleted[(item.get("target") or {}).get("uid")] = item
-    read_at = iso(now)
+    return {
+        "pods": pods,
+        "by_uid": by_uid,
+        "pods_by_key": {key(p): p for p in pods},
+        "groups_in_use": groups_in_use,
+        "deleted": deleted,
+        "read_at": iso(now),
+    }
+
+
+def _pod_work_outcome(finding, current, seen):
+    return _pod_outcome(current)
+
+
+def _bindrequest_outcome(finding, current, seen):
+    """A failed BindRequest recovers with its pod; whether it is still there is said too."""
+    obj = finding["object"]
+    pod = seen["pods_by_key"].get("%s/%s" % (obj["namespace"], finding.get("pod")))
+    verdict, at, why = _pod_outcome(pod)
+    gone = "the BindRequest is gone" if current is None else "the BindRequest is still there"
+    return verdict, at, "%s; %s" % (gone, why)
+
+
+def _stale_reservation_outcome(finding, current, seen):
+    user = seen["groups_in_use"].get(finding.get("gpu_group"))
+    if current is None:
+        return _gone(finding["object"], seen["deleted"], seen["read_at"])
+    if user is not None:
+        cond = condition(user, "PodScheduled") or {}
+        why = "its GPU group is used again by bound pod %s" % key(user)
+        return "recovered", cond.get("lastTransitionTime"), why
+    return "not_recovered", None, "still there, its GPU group unused"
+
+
+def _dataless_configmap_outcome(finding, current, owner):
+    """A data-less ConfigMap deleted so the work could bind: it recovers when its pod is bound."""
+    if owner is not None and is_bound(owner):
+        verdict, at, why = _pod_outcome(owner)
+        return verdict, at, "its pod %s is bound now: %s" % (finding.get("owner_pod"), why)
+    if current is None:
+        if owner is None:
+            return "not_applicable", None, "deleted; its pod is gone"
+        return (
+            "not_recovered",
+            None,
+            "deleted; its pod %s is not bound yet" % finding.get("owner_pod"),
+        )
+    why = "still there with no data, its pod %s not bound" % finding.get("owner_pod")
+    return "not_recovered", None, why
+
+
+def _orphan_configmap_outcome(finding, current, seen):
+    obj = finding["object"]
+    owner = next(
+        (
+            p
+            for p in seen["pods"]
+            if meta(p).get("namespace") == obj["namespace"]
+            and meta(p).get("name") == finding.get("owner_pod")
+        ),
+        None,
+    )
+    by_step = (seen["deleted"].get(obj.get("uid")) or {}).get("step")
+    if by_step == "delete_dataless_configmaps":
+        return _dataless_configmap_outcome(finding, current, owner)
+    if current is None:
+        return _gone(obj, seen["deleted"], seen["read_at"])
+    if owner is not None and is_bound(owner) and is_live(owner):
+        cond = condition(owner, "PodScheduled") or {}
+        why = "its owner pod %s is bound now" % finding.get("owner_pod")
+        return "recovered", cond.get("lastTransitionTime"), why
+    return "not_recovered", None, "still there, its owner pod not bound"
+
+
+# How a finding of each kind is judged after the interventions: (verdict, at, why).
+OUTCOME_RULES = dict(
+    {kind: _pod_work_outcome for kind in POD_WORK_KINDS},
+    failed_bindrequest=_bindrequest_outcome,
+    stale_reservation_pod=_stale_reservation_outcome,
+    orphan_configmap=_orphan_configmap_outcome,
+)
+
+
+def _finding_outcome(finding, seen):
+    current = seen["by_uid"].get(finding["object"].get("uid"))
+    if finding["classification"] == UNRELATED:
+        return (
+            "not_applicable",
+            None,
+            "Pending for resources: not this failure, recovery does not act on it",
+        )
+    rule = OUTCOME_RULES.get(finding["kind"])
+    if rule is None:  # pragma: no cover - every kind has a rule
+        return "not_applicable", None, "unknown kind"
+    return rule(finding, current, seen)
+
+
+def observe(baseline, raw, interventions=(), now=None, reservation_namespace=RESERVATION_NAMESPACE):
+    """Per baseline finding: recovered / not_recovered / not_applicable, with when and why."""
+    seen = _observed(raw, interventions, now, reservation_namespace)
+    read_at = seen["read_at"]
     outcomes = []
     for finding in baseline:
-        obj = finding["object"]
-        current = by_uid.get(obj.get("uid"))
-        if finding["classification"] == UNRELATED:
-            verdict, at, why = (
-                "not_applicable",
-                None,
-                "Pending for resources: not this failure, recovery does not act on it",
-            )
-        elif finding["kind"] in POD_WORK_KINDS or finding["kind"] == "failed_bindrequest":
-            pod = current
-            if finding["kind"] == "failed_bindrequest":
-                pod = pods_by_key.get("%s/%s" % (obj["namespace"], finding.get("pod")))
-            verdict, at, why = _pod_outcome(pod)
-            if finding["kind"] == "failed_bindrequest":
-                gone = (
-                    "the BindRequest is gone"
-                    if current is None
-                    else "the BindRequest is still there"
-                )
-                why = "%s; %s" % (gone, why)
-        elif finding["kind"] == "stale_reservation_pod":
-            user = groups_in_use.get(finding.get("gpu_group"))
-            if current is None:
-                verdict, at, why = _gone(obj, deleted, read_at)
-            elif user is not None:
-                cond = condition(user, "PodScheduled") or {}
-                verdict, at = "recovered", cond.get("lastTransitionTime")
-                why = "its GPU group is used again by bound pod %s" % key(user)
-            else:
-                verdict, at, why = "not_recovered", None, "still there, its GPU group unused"
-        elif finding["kind"] == "orphan_configmap":
-            owner = next(
-                (
-                    p
-                    for p in pods
-                    if meta(p).get("namespace") == obj["namespace"]
-                    and meta(p).get("name") == finding.get("owner_pod")
-                ),
-                None,
-            )
-            by_step = (deleted.get(obj.get("uid")) or {}).get("step")
-            if by_step == "delete_dataless_configmaps":
-                # the work waited for this ConfigMap: it recovers when its pod is bound
-                if owner is not None and is_bound(owner):
-                    verdict, at, why = _pod_outcome(owner)
-                    why = "its pod %s is bound now: %s" % (finding.get("owner_pod"), why)
-                elif current is None:
-                    verdict, at = "not_recovered", None
-                    why = "deleted; its pod %s is not bound yet" % finding.get("owner_pod")
-                    if owner is None:
-                        verdict, why = "not_applicable", "deleted; its pod is gone"
-                else:
-                    verdict, at = "not_recovered", None
-                    why = "still there with no data, its pod %s not bound" % finding.get(
-                        "owner_pod"
-                    )
-            elif current is None:
-                verdict, at, why = _gone(obj, deleted, read_at)
-            elif owner is not None and is_bound(owner) and is_live(owner):
-                cond = condition(owner, "PodScheduled") or {}
-                verdict, at = "recovered", cond.get("lastTransitionTime")
-                why = "its owner pod %s is bound now" % finding.get("owner_pod")
-            else:
-                verdict, at, why = "not_recovered", None, "still there, its owner pod not bound"
-        else:  # pragma: no cover - every kind is handled above
-            verdict, at, why = "not_applicable", None, "unknown kind"
+        verdict, at, why = _finding_outcome(finding, seen)
         outcomes.append(
             {"finding": finding["id"], "verdict": verdict, "at": at, "why": why, "read_at": read_at}
         )

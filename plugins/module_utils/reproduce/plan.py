@@ -47,17 +47,70 @@ def chart_for(version, chart_ref):
     return chart_ref, version
 
 
-def build_plan(params, path_exists):
-    problems = []
-    facts = {r["version"]: r for r in params.get("releases") or []}
-    behaviours = params.get("behaviours") or {}
-    cases = params.get("cases") or list(DEFAULT_CASES)
-    for case in cases:
-        if case not in CASES:
-            problems.append(
-                "%scases: unknown case '%s'%s; use some of %s"
-                % (VAR, case, _nearest(case, list(CASES)), ", ".join(CASES))
-            )
+def _case_problems(cases):
+    return [
+        "%scases: unknown case '%s'%s; use some of %s"
+        % (VAR, case, _nearest(case, list(CASES)), ", ".join(CASES))
+        for case in cases
+        if case not in CASES
+    ]
+
+
+def _chart_problem(version, ref, params, path_exists):
+    """Why a build cannot be installed from its chart, or None (also when nothing is installed)."""
+    if not params.get("install"):
+        return None
+    if not params.get("chart_ref"):
+        return (
+            "%schart_ref is empty: set the chart each build installs from "
+            "(kaiops_kai_chart_ref), or set %sinstall: false" % (VAR, VAR)
+        )
+    if (
+        not ref.startswith(("oci://", "http://", "https://"))
+        and "/" in ref
+        and not path_exists(ref)
+    ):
+        return (
+            "%sbuilds: %s is not installable - chart package %s does not exist "
+            "(on the lab: make lab-up publishes the pair's charts)" % (VAR, version, ref)
+        )
+    return None
+
+
+def _resolve_build(raw, params, facts, path_exists, problems):
+    """One build named by tag or pre/patched, with its exposure from the release facts; None
+    when it cannot be resolved. What is wrong is appended to ``problems``."""
+    version = (params.get("pair") or {}).get(raw, raw)
+    if not isinstance(version, str) or not TAG.match(version):
+        problems.append(
+            "%sbuilds: '%s' is not a release tag such as v0.16.14 (or pre/patched)" % (VAR, raw)
+        )
+        return None
+    row = facts.get(version)
+    if row is None:
+        problems.append(
+            "%sbuilds: %s has no row in meta/kai_releases.yml%s; add the release there first "
+            "(its behaviour and source) or pick one of %s"
+            % (VAR, version, _nearest(version, list(facts)), ", ".join(facts))
+        )
+        return None
+    behaviour = (params.get("behaviours") or {}).get(row["configmap_write"]) or {}
+    ref, chart_version = chart_for(version, params.get("chart_ref") or "")
+    problem = _chart_problem(version, ref, params, path_exists)
+    if problem:
+        problems.append(problem)
+    return {
+        "version": version,
+        "exposed": bool(behaviour.get("exposed")),
+        "behaviour": row["configmap_write"],
+        "behaviour_source": row.get("source"),
+        "behaviour_ref": row.get("ref"),
+        "chart_ref": ref,
+        "chart_version": chart_version,
+    }
+
+
+def _builds(params, path_exists, problems):
     builds = params.get("builds") or []
     if not builds:
         problems.append(
@@ -68,55 +121,19 @@ def build_plan(params, path_exists):
                 (params.get("pair") or {}).get("patched", "v0.16.14"),
             )
         )
-    pair = params.get("pair") or {}
-    resolved = []
-    for raw in builds:
-        version = pair.get(raw, raw)
-        if not isinstance(version, str) or not TAG.match(version):
-            problems.append(
-                "%sbuilds: '%s' is not a release tag such as v0.16.14 (or pre/patched)" % (VAR, raw)
-            )
-            continue
-        row = facts.get(version)
-        if row is None:
-            problems.append(
-                "%sbuilds: %s has no row in meta/kai_releases.yml%s; add the release there first "
-                "(its behaviour and source) or pick one of %s"
-                % (VAR, version, _nearest(version, list(facts)), ", ".join(facts))
-            )
-            continue
-        behaviour = behaviours.get(row["configmap_write"]) or {}
-        ref, chart_version = chart_for(version, params.get("chart_ref") or "")
-        if params.get("install"):
-            if not params.get("chart_ref"):
-                problems.append(
-                    "%schart_ref is empty: set the chart each build installs from "
-                    "(kaiops_kai_chart_ref), or set %sinstall: false" % (VAR, VAR)
-                )
-            elif (
-                not ref.startswith(("oci://", "http://", "https://"))
-                and "/" in ref
-                and not path_exists(ref)
-            ):
-                problems.append(
-                    "%sbuilds: %s is not installable - chart package %s does not exist "
-                    "(on the lab: make lab-up publishes the pair's charts)" % (VAR, version, ref)
-                )
-        resolved.append(
-            {
-                "version": version,
-                "exposed": bool(behaviour.get("exposed")),
-                "behaviour": row["configmap_write"],
-                "behaviour_source": row.get("source"),
-                "behaviour_ref": row.get("ref"),
-                "chart_ref": ref,
-                "chart_version": chart_version,
-            }
-        )
+    facts = {r["version"]: r for r in params.get("releases") or []}
+    resolved = [_resolve_build(raw, params, facts, path_exists, problems) for raw in builds]
+    resolved = [b for b in resolved if b is not None]
     if len(set(b["version"] for b in resolved)) != len(resolved):
         problems.append(
             "%sbuilds names a build twice: each build runs once, in fresh namespaces" % VAR
         )
+    return resolved
+
+
+def _option_problems(params, cases, resolved):
+    """The window, the concurrency, the override's reason, and recovery's pair of builds."""
+    problems = []
     for name, (low, high) in (("window_s", WINDOW), ("concurrency", CONCURRENCY)):
         value = params.get(name)
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
@@ -133,6 +150,14 @@ def build_plan(params, path_exists):
             "%scases has recovery, which needs an exposed build followed by another in %sbuilds "
             "(e.g. [pre, patched])" % (VAR, VAR)
         )
+    return problems
+
+
+def build_plan(params, path_exists):
+    cases = params.get("cases") or list(DEFAULT_CASES)
+    problems = _case_problems(cases)
+    resolved = _builds(params, path_exists, problems)
+    problems += _option_problems(params, cases, resolved)
     if problems:
         raise KaiopsError(
             "Invalid reproduce options: " + "; ".join(problems),

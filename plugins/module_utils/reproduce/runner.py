@@ -227,57 +227,65 @@ class CaseRun(object):
 
     # ---------------------------------------------------------------- the case
 
-    def run(self):
+    def _observing(self):
+        return self.case == "recovery" and self.p.get("phase") == "observe"
+
+    def _expectation(self):
+        """(expect, declared): the case's expectation; recovery's observe phase expects binds."""
         expect = C.expectation(self.case, self.build["exposed"])
         declared = C.declared(self.case, self.build)
-        if self.case == "recovery" and self.p.get("phase") == "observe":
+        if self._observing():
             expect = "binds"
             declared = dict(declared, expect="binds")
-        self.write("expectation.json", declared)  # before anything is planted
-        started = self.clock()
-        self.create_namespace()
-        restarts_before = self.restarts()
-        # The observe phase's window opens before the watches' first LIST, on their clock: what
-        # that LIST already shows (a pod bound meanwhile) happened before it, and is not timed.
-        opened = (self.clock(), self.wall())
-        rec = self.start_watches()
-        states = []
-        timed_out = False
+        return expect, declared
+
+    def _observe_planted(self, rec, states, opened):
+        """Recovery's observe phase: the pods the plant phase left, followed from ``opened``."""
+        keep = ("name", "uid", "prefix", "configmap_name", "fixture", "layout", "configmap")
+        planted = [dict((k, w.get(k)) for k in keep) for w in self.p.get("workloads") or []]
+        states.extend(planted)
+        for st in states:
+            # the window starts with the patched build
+            st["submitted_t"], st["submitted_wall"] = opened
+        return self.follow(rec, states, "binds", self.p["window_s"])
+
+    def _case_workloads(self):
+        if self.case == "concurrency":
+            return [
+                {"name": "burst-%02d" % i, "configmap": None, "layout": "single"}
+                for i in range(self.p["concurrency"])
+            ]
+        return C.CASES[self.case]["workloads"]
+
+    def _plant_and_follow(self, rec, states, expect, extra):
+        """Plant the case's workloads (one after another where a workload says so) and follow
+        them; appends to ``states`` and ``extra`` as it goes, so a failure leaves what was done."""
+        for w in self._case_workloads():
+            if w.get("after"):
+                first = next(s for s in states if s["name"] == w["after"])
+                self.follow(rec, [first], "binds", self.p["window_s"])
+            states.append(self.plant(w))
+        window = self.p["window_s"]
+        timed_out = self.follow(
+            rec, states, expect if self.case != "recovery" else "reproduces", window
+        )
+        if C.CASES[self.case].get("rerun"):
+            extra.update(self.rerun(rec, states))
+        return timed_out
+
+    def _close_watches(self, rec, states, extra, restarts_before):
+        """The binder's restarts since the start, the last reads, the watches stopped and kept."""
+        restarts_after = self.restarts()
+        extra["binder_restarts_delta"] = restarts_after - restarts_before
+        extra["probe"] = any(s.get("probe") for s in states)
+        final = self.collect(rec, states)
+        rec.stop()
+        self.write_watches(rec)
+        return final
+
+    def _case_extra(self, obs, states):
+        """Figures only one case's assertions need: repeat's GPU groups, nil_data's variants."""
         extra = {}
-        try:
-            if self.case == "recovery" and self.p.get("phase") == "observe":
-                keep = ("name", "uid", "prefix", "configmap_name", "fixture", "layout", "configmap")
-                states = [dict((k, w.get(k)) for k in keep) for w in self.p.get("workloads") or []]
-                for st in states:
-                    # the window starts with the patched build
-                    st["submitted_t"], st["submitted_wall"] = opened
-                timed_out = self.follow(rec, states, "binds", self.p["window_s"])
-            else:
-                workloads = C.CASES[self.case]["workloads"]
-                if self.case == "concurrency":
-                    workloads = [
-                        {"name": "burst-%02d" % i, "configmap": None, "layout": "single"}
-                        for i in range(self.p["concurrency"])
-                    ]
-                for w in workloads:
-                    if w.get("after"):
-                        first = next(s for s in states if s["name"] == w["after"])
-                        self.follow(rec, [first], "binds", self.p["window_s"])
-                    states.append(self.plant(w))
-                window = self.p["window_s"]
-                timed_out = self.follow(
-                    rec, states, expect if self.case != "recovery" else "reproduces", window
-                )
-                if C.CASES[self.case].get("rerun"):
-                    extra.update(self.rerun(rec, states))
-        finally:
-            restarts_after = self.restarts()
-            extra["binder_restarts_delta"] = restarts_after - restarts_before
-            extra["probe"] = any(s.get("probe") for s in states)
-            final = self.collect(rec, states)
-            rec.stop()
-            self.write_watches(rec)
-        obs = [S.workload_observation(final, s) for s in states]
         if self.case == "repeat":
             first = [w for w in obs if not w["name"].endswith("-again")]
             again = [w for w in obs if w["name"].endswith("-again")]
@@ -290,6 +298,10 @@ class CaseRun(object):
                 len(set(str((x.get("stored_has_data_key"), x.get("stored_data"))) for x in stored))
                 == 1
             )
+        return extra
+
+    def _checks(self, expect, obs, extra, timed_out):
+        """The case's assertions, the window's own, and only the plant phase's for recovery."""
         checks = S.assertions(self.case, expect, obs, extra)
         if timed_out:
             checks.append(
@@ -311,7 +323,12 @@ class CaseRun(object):
                 or c["name"] == "binder_not_restarted"
                 or "no node" in c["name"]
             ]
-        result = {
+        return checks
+
+    def _result(self, started, declared, states, final, judged, rec):
+        """The case's result; ``judged`` holds its observations, assertions, extra and timeout."""
+        obs, checks, extra = judged["observations"], judged["assertions"], judged["extra"]
+        return {
             "duration_s": round(self.clock() - started, 3),
             "reservation_held_s": self.reservation_held(final, obs, self.clock()),
             "case": self.case,
@@ -329,7 +346,7 @@ class CaseRun(object):
             if self.build["exposed"] or self.case == "recovery"
             else [],
             "extra": dict((k, v) for k, v in extra.items() if k != "probe"),
-            "timed_out": timed_out,
+            "timed_out": judged["timed_out"],
             "watch_errors": rec.errors,
             "interventions": self.interventions,
             "workloads": [
@@ -337,9 +354,9 @@ class CaseRun(object):
             ],
             "timeline": self.timeline(final, states),
         }
-        self.write("observations.json", obs)
-        self.write("assertions.json", checks)
-        self.write("timeline.json", result["timeline"])
+
+    def _remove_namespace(self, result):
+        """Delete the case's namespace unless it is kept; a slow deletion is a warning."""
         kept = self.p.get("keep_namespaces") or (
             self.case == "recovery" and self.p.get("phase") != "observe"
         )
@@ -356,6 +373,40 @@ class CaseRun(object):
             except KaiopsError as exc:
                 result["warnings"] = [str(exc)]
         result["namespace_kept"] = bool(kept)
+
+    def run(self):
+        expect, declared = self._expectation()
+        self.write("expectation.json", declared)  # before anything is planted
+        started = self.clock()
+        self.create_namespace()
+        restarts_before = self.restarts()
+        # The observe phase's window opens before the watches' first LIST, on their clock: what
+        # that LIST already shows (a pod bound meanwhile) happened before it, and is not timed.
+        opened = (self.clock(), self.wall())
+        rec = self.start_watches()
+        states = []
+        timed_out = False
+        extra = {}
+        try:
+            if self._observing():
+                timed_out = self._observe_planted(rec, states, opened)
+            else:
+                timed_out = self._plant_and_follow(rec, states, expect, extra)
+        finally:
+            final = self._close_watches(rec, states, extra, restarts_before)
+        obs = [S.workload_observation(final, s) for s in states]
+        extra.update(self._case_extra(obs, states))
+        judged = {
+            "observations": obs,
+            "assertions": self._checks(expect, obs, extra, timed_out),
+            "extra": extra,
+            "timed_out": timed_out,
+        }
+        result = self._result(started, declared, states, final, judged, rec)
+        self.write("observations.json", obs)
+        self.write("assertions.json", judged["assertions"])
+        self.write("timeline.json", result["timeline"])
+        self._remove_namespace(result)
         result["files"] = list(self.files)
         return result
 
@@ -489,6 +540,69 @@ class CaseRun(object):
                 )
             self.write("watch-%s.jsonl" % key, "\n".join(lines) + ("\n" if lines else ""))
 
+    @staticmethod
+    def _attempt_steps(final, st, t0):
+        """Each BindRequest of the workload: created, and Failed or Succeeded."""
+        steps = []
+        for a in S.attempts(final["bindrequests"], st["name"]):
+            initial = a.get("initial") or []
+            steps.append(
+                S.timed_step(
+                    a["first_seen"],
+                    t0,
+                    "BindRequest %s created (groups %s)" % (a["uid"][:8], a["gpu_groups"]),
+                    "first_seen" in initial,
+                )
+            )
+            if a["failed_at"]:
+                steps.append(
+                    S.timed_step(
+                        a["failed_at"],
+                        t0,
+                        "BindRequest %s Failed: %s" % (a["uid"][:8], a["reason"]),
+                        "failed_at" in initial,
+                    )
+                )
+            if a["succeeded_at"]:
+                steps.append(
+                    S.timed_step(
+                        a["succeeded_at"],
+                        t0,
+                        "BindRequest %s Succeeded" % a["uid"][:8],
+                        "succeeded_at" in initial,
+                    )
+                )
+        return steps
+
+    @staticmethod
+    def _log_steps(final, st):
+        """The workload's probe log and the binder log lines that name it, on the node's clock."""
+        steps = []
+        if st.get("submitted_wall") is None:
+            return steps
+        for source, text in sorted((final.get("logs") or {}).items()):
+            if source.startswith("probe "):
+                if source == "probe %s" % st["name"]:
+                    steps += S.log_steps(text, st["submitted_wall"], "probe log")
+            else:  # a binder log: the lines about this workload
+                steps += S.log_steps(
+                    text, st["submitted_wall"], "%s log" % source, mentions=st["name"]
+                )
+        return steps
+
+    @staticmethod
+    def _pod_steps(final, st, t0):
+        hist = S.pod_history(final["pods"], st["name"])
+        steps = []
+        for key, what in (
+            ("bound", "pod has a node (bound)"),
+            ("running", "container running"),
+            ("succeeded", "completed"),
+        ):
+            if hist[key] is not None:
+                steps.append(S.timed_step(hist[key], t0, what, key in hist["initial"]))
+        return steps
+
     def timeline(self, final, states):
         """Per workload: submission, BindRequests, reservation, bind, start, completion.
 
@@ -501,34 +615,7 @@ class CaseRun(object):
             if t0 is None:
                 continue
             steps = [{"s": 0.0, "what": "gate lifted (submitted to KAI)"}]
-            for a in S.attempts(final["bindrequests"], st["name"]):
-                initial = a.get("initial") or []
-                steps.append(
-                    S.timed_step(
-                        a["first_seen"],
-                        t0,
-                        "BindRequest %s created (groups %s)" % (a["uid"][:8], a["gpu_groups"]),
-                        "first_seen" in initial,
-                    )
-                )
-                if a["failed_at"]:
-                    steps.append(
-                        S.timed_step(
-                            a["failed_at"],
-                            t0,
-                            "BindRequest %s Failed: %s" % (a["uid"][:8], a["reason"]),
-                            "failed_at" in initial,
-                        )
-                    )
-                if a["succeeded_at"]:
-                    steps.append(
-                        S.timed_step(
-                            a["succeeded_at"],
-                            t0,
-                            "BindRequest %s Succeeded" % a["uid"][:8],
-                            "succeeded_at" in initial,
-                        )
-                    )
+            steps += self._attempt_steps(final, st, t0)
             for r in final["reservations"]:
                 if r["type"] == "ADDED":
                     steps.append(
@@ -538,23 +625,8 @@ class CaseRun(object):
                             "reservation pod %s created" % r["object"]["metadata"]["name"],
                         )
                     )
-            if st.get("submitted_wall") is not None:
-                for source, text in sorted((final.get("logs") or {}).items()):
-                    if source.startswith("probe "):
-                        if source == "probe %s" % st["name"]:
-                            steps += S.log_steps(text, st["submitted_wall"], "probe log")
-                    else:  # a binder log: the lines about this workload
-                        steps += S.log_steps(
-                            text, st["submitted_wall"], "%s log" % source, mentions=st["name"]
-                        )
-            hist = S.pod_history(final["pods"], st["name"])
-            for key, what in (
-                ("bound", "pod has a node (bound)"),
-                ("running", "container running"),
-                ("succeeded", "completed"),
-            ):
-                if hist[key] is not None:
-                    steps.append(S.timed_step(hist[key], t0, what, key in hist["initial"]))
+            steps += self._log_steps(final, st)
+            steps += self._pod_steps(final, st, t0)
             out.append(
                 {
                     "workload": st["name"],

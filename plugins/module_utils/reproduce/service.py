@@ -239,16 +239,35 @@ def latency(samples, submitted):
     }
 
 
-def workload_observation(records, workload):
-    """One workload's outcome, from the watches; no judgement."""
-    name = workload["name"]
-    hist = pod_history(records["pods"], name)
-    tries = attempts(records["bindrequests"], name)
-    submitted = workload.get("submitted_t")
-    last = hist["last"] or {}
-    timing_notes = []
+def _configmap_after(workload):
+    """The capabilities ConfigMap as read after the case: keys, data and owners."""
+    cms_after = dict((_meta(o).get("name"), o) for o in workload.get("configmaps_after") or [])
+    capabilities = cms_after.get(workload.get("configmap_name")) or {}
+    return {
+        "exists": bool(capabilities),
+        "has_data": "data" in capabilities,
+        "keys": sorted((capabilities.get("data") or {}).keys()),
+        "data": capabilities.get("data"),
+        "owners": [o.get("uid") for o in _meta(capabilities).get("ownerReferences") or []],
+    }
 
-    def since(key):
+
+def _pod_bound_condition(pod):
+    return next(
+        (
+            c.get("status")
+            for c in (pod.get("status") or {}).get("conditions") or []
+            if c.get("type") == "PodBound"
+        ),
+        None,
+    )
+
+
+def _timings(hist, submitted):
+    """Seconds from submission to bound, running and completed, and why any is not timed."""
+    timing_notes = []
+    out = {}
+    for key in ("bound", "running", "succeeded"):
         t = hist[key]
         value = elapsed(t, submitted, key in hist["initial"])
         if t is not None and value is None:
@@ -257,40 +276,35 @@ def workload_observation(records, workload):
                 if key in hist["initial"]
                 else "%s: seen %.3f s before the submission stamp; not timed" % (key, submitted - t)
             )
-        return value
+        out[key] = value
+    return out, timing_notes
 
-    cms_after = dict((_meta(o).get("name"), o) for o in workload.get("configmaps_after") or [])
-    capabilities = cms_after.get(workload.get("configmap_name")) or {}
+
+def workload_observation(records, workload):
+    """One workload's outcome, from the watches; no judgement."""
+    name = workload["name"]
+    hist = pod_history(records["pods"], name)
+    tries = attempts(records["bindrequests"], name)
+    submitted = workload.get("submitted_t")
+    last = hist["last"] or {}
+    since, timing_notes = _timings(hist, submitted)
     return {
         "name": name,
         "uid": _meta(last).get("uid") or workload.get("uid"),
         "configmap": workload.get("configmap_name"),
         "fixture": workload.get("fixture"),
         "stored_before": workload.get("stored"),
-        "configmap_after": {
-            "exists": bool(capabilities),
-            "has_data": "data" in capabilities,
-            "keys": sorted((capabilities.get("data") or {}).keys()),
-            "data": capabilities.get("data"),
-            "owners": [o.get("uid") for o in _meta(capabilities).get("ownerReferences") or []],
-        },
+        "configmap_after": _configmap_after(workload),
         "node": (last.get("spec") or {}).get("nodeName"),
         "phase": (last.get("status") or {}).get("phase"),
         "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
         "received_resource_type": (_meta(last).get("annotations") or {}).get(
             "received-resource-type"
         ),
-        "pod_bound_condition": next(
-            (
-                c.get("status")
-                for c in (last.get("status") or {}).get("conditions") or []
-                if c.get("type") == "PodBound"
-            ),
-            None,
-        ),
-        "submit_to_bound_s": since("bound"),
-        "submit_to_running_s": since("running"),
-        "submit_to_completed_s": since("succeeded"),
+        "pod_bound_condition": _pod_bound_condition(last),
+        "submit_to_bound_s": since["bound"],
+        "submit_to_running_s": since["running"],
+        "submit_to_completed_s": since["succeeded"],
         "bound_before_window": "bound" in hist["initial"],
         "completed": hist["succeeded"] is not None,
         "attempts": [
@@ -314,6 +328,102 @@ def _check(name, ok, figure, expected):
     }
 
 
+def _reproduces_checks(w):
+    """An exposed build in an edge case: the nil-map failure, repeated, and no node."""
+    reasons = [a["reason"] or "" for a in w["attempts"] if a["failed_at"] is not None]
+    nil = [r for r in reasons if NIL_MAP in r]
+    return [
+        _check(
+            "%s: bind failed with the nil-map reason" % w["name"],
+            bool(nil),
+            (nil or reasons or ["no failed attempt"])[0],
+            "a Failed BindRequest, reason contains '%s'" % NIL_MAP,
+        ),
+        _check(
+            "%s: failure repeats on a retry" % w["name"],
+            len(nil) >= 2,
+            "%d failed attempts" % len(nil),
+            ">= 2 failed attempts with that reason",
+        ),
+        _check(
+            "%s: pod has no node" % w["name"],
+            not w["node"],
+            w["node"] or "none",
+            "no node (PodBound and Bound events are not binds)",
+        ),
+    ]
+
+
+def _creation_checks(w, cm, extra):
+    """The creation case: the ConfigMap KAI made is owned by the pod; a probe completed."""
+    out = [
+        _check(
+            "%s: ConfigMap owned by the pod" % w["name"],
+            cm["owners"] == [w["uid"]],
+            cm["owners"],
+            [w["uid"]],
+        )
+    ]
+    if extra.get("probe"):
+        out.append(
+            _check("%s: probe completed" % w["name"], w["completed"], w["phase"], "Succeeded")
+        )
+    return out
+
+
+def _binds_checks(case, w, extra):
+    """A build expected to bind: a node, the capabilities keys, and the case's own checks."""
+    cm = w["configmap_after"]
+    out = [
+        _check(
+            "%s: pod bound (has a node)" % w["name"],
+            bool(w["node"]),
+            w["node"] or "none",
+            "a node within the window",
+        ),
+        _check(
+            "%s: capabilities ConfigMap holds the three keys" % w["name"],
+            set(CAPABILITY_KEYS) <= set(cm["keys"]),
+            ",".join(cm["keys"]) or "none",
+            ",".join(CAPABILITY_KEYS),
+        ),
+    ]
+    if w.get("fixture") == "stale":
+        kept = (cm.get("data") or {}).get("keep-me") == "1"
+        out.append(
+            _check(
+                "%s: unrelated key kept" % w["name"],
+                kept,
+                (cm.get("data") or {}).get("keep-me"),
+                "keep-me=1",
+            )
+        )
+    if case == "creation":
+        out += _creation_checks(w, cm, extra)
+    return out
+
+
+def _repeat_checks(extra):
+    """The repeat case: one GPU group, one reservation pod for it, none left after the rerun."""
+    groups = extra.get("groups") or []
+    stale = extra.get("stale_reservations_after_rerun")
+    return [
+        _check(
+            "pods share one GPU group",
+            len(set(groups)) == 1 and len(groups) >= 2,
+            groups,
+            "one group",
+        ),
+        _check(
+            "one reservation pod for the group",
+            extra.get("reservation_pods_for_group") == 1,
+            extra.get("reservation_pods_for_group"),
+            1,
+        ),
+        _check("rerun leaves no stale reservation pod", stale == 0, stale, 0),
+    ]
+
+
 def assertions(case, expect, obs, extra):
     """The declared expectation checked against the observations of one case."""
     out = []
@@ -323,101 +433,13 @@ def assertions(case, expect, obs, extra):
     )
     for w in obs:
         if expect == "reproduces":
-            reasons = [a["reason"] or "" for a in w["attempts"] if a["failed_at"] is not None]
-            nil = [r for r in reasons if NIL_MAP in r]
-            out.append(
-                _check(
-                    "%s: bind failed with the nil-map reason" % w["name"],
-                    bool(nil),
-                    (nil or reasons or ["no failed attempt"])[0],
-                    "a Failed BindRequest, reason contains '%s'" % NIL_MAP,
-                )
-            )
-            out.append(
-                _check(
-                    "%s: failure repeats on a retry" % w["name"],
-                    len(nil) >= 2,
-                    "%d failed attempts" % len(nil),
-                    ">= 2 failed attempts with that reason",
-                )
-            )
-            out.append(
-                _check(
-                    "%s: pod has no node" % w["name"],
-                    not w["node"],
-                    w["node"] or "none",
-                    "no node (PodBound and Bound events are not binds)",
-                )
-            )
+            out += _reproduces_checks(w)
         else:
-            out.append(
-                _check(
-                    "%s: pod bound (has a node)" % w["name"],
-                    bool(w["node"]),
-                    w["node"] or "none",
-                    "a node within the window",
-                )
-            )
-            cm = w["configmap_after"]
-            out.append(
-                _check(
-                    "%s: capabilities ConfigMap holds the three keys" % w["name"],
-                    set(CAPABILITY_KEYS) <= set(cm["keys"]),
-                    ",".join(cm["keys"]) or "none",
-                    ",".join(CAPABILITY_KEYS),
-                )
-            )
-            if w.get("fixture") == "stale":
-                kept = (cm.get("data") or {}).get("keep-me") == "1"
-                out.append(
-                    _check(
-                        "%s: unrelated key kept" % w["name"],
-                        kept,
-                        (cm.get("data") or {}).get("keep-me"),
-                        "keep-me=1",
-                    )
-                )
-            if case == "creation":
-                out.append(
-                    _check(
-                        "%s: ConfigMap owned by the pod" % w["name"],
-                        cm["owners"] == [w["uid"]],
-                        cm["owners"],
-                        [w["uid"]],
-                    )
-                )
-                if extra.get("probe"):
-                    out.append(
-                        _check(
-                            "%s: probe completed" % w["name"],
-                            w["completed"],
-                            w["phase"],
-                            "Succeeded",
-                        )
-                    )
+            out += _binds_checks(case, w, extra)
     if case == "repeat":
-        groups = extra.get("groups") or []
-        out.append(
-            _check(
-                "pods share one GPU group",
-                len(set(groups)) == 1 and len(groups) >= 2,
-                groups,
-                "one group",
-            )
-        )
-        out.append(
-            _check(
-                "one reservation pod for the group",
-                extra.get("reservation_pods_for_group") == 1,
-                extra.get("reservation_pods_for_group"),
-                1,
-            )
-        )
-        stale = extra.get("stale_reservations_after_rerun")
-        out.append(_check("rerun leaves no stale reservation pod", stale == 0, stale, 0))
-    if case == "nil_data" and extra.get("variants_identical") is not None:
-        # an observation of the API server, not of KAI: recorded, not a gate
-        pass
+        out += _repeat_checks(extra)
+    # nil_data's variants_identical is an observation of the API server, not of KAI: it is
+    # recorded in the case's extra, not a gate.
     return out
 
 

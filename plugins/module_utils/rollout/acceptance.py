@@ -252,6 +252,74 @@ def _seconds(value):
         return None
 
 
+def _running_version_gate(stage, version, expected_version):
+    ok = version == expected_version
+    return gate(
+        stage,
+        "running_version",
+        version or "unreadable",
+        expected_version,
+        ok,
+        "" if ok else "the binder runs %s, not %s" % (version, expected_version),
+        "" if ok else "read the Helm release and the binder image",
+    )
+
+
+def _rolled_out_gate(stage, identity, expected_version, rolled_out_s, timeout_s, reasons):
+    """Every component at the version and rolled out, within the bound (a figure over it fails)."""
+    took, bound = _seconds(rolled_out_s), _seconds(timeout_s)
+    rolled = bool(identity.get("all_rolled_out")) and identity.get("version") == expected_version
+    in_time = rolled and took is not None and bound is not None and took <= bound
+    why = list(reasons or [])
+    if rolled and not in_time:
+        why.append("rolled out after %s s, over the bound of %s s" % (rolled_out_s, timeout_s))
+    return gate(
+        stage,
+        "rolled_out",
+        "%s s" % rolled_out_s if rolled else "not rolled out after %s s" % rolled_out_s,
+        "every KAI component Deployment runs %s and is rolled out (observed generation, "
+        "updated and available replicas), kai-config's conditions current for its "
+        "generation, within %s s" % (expected_version, timeout_s),
+        in_time,
+        "" if in_time else "; ".join(why) or "KAI did not finish rolling out",
+        ""
+        if in_time
+        else "read kai-config's status conditions, the operator's log and the component "
+        "Deployments' conditions",
+    )
+
+
+def _agreement_gate(stage, found):
+    """Helm, the operator, kai-config and the components naming one version (kai/identify)."""
+    return gate(
+        stage,
+        "agreement",
+        "; ".join(found) or "helm, operator, kai-config and components agree",
+        "helm's release, the operator, kai-config and every component name one version",
+        not found,
+        "; ".join(found),
+        ""
+        if not found
+        else "run the supported downgrade or upgrade again to one version (helm upgrade to "
+        "the chart version, or uninstall and install); never helm rollback KAI's chart",
+    )
+
+
+def _helm_release_gate(stage, helm_status):
+    deployed = helm_status == "deployed"
+    return gate(
+        stage,
+        "helm_release",
+        helm_status or "unknown",
+        "deployed",
+        deployed,
+        "" if deployed else "the Helm release is %s, not deployed" % (helm_status or "unknown"),
+        ""
+        if deployed
+        else "read helm history; downgrade by uninstall and install of the recorded version",
+    )
+
+
 def upgrade_gates(
     stage,
     identity,
@@ -267,70 +335,13 @@ def upgrade_gates(
     kai-config's conditions current for its generation; a figure over the bound fails); helm and
     the components agreeing (kai/identify findings) and, when given, the Helm release's status."""
     identity = identity or {}
-    version = identity.get("version")
-    took, bound = _seconds(rolled_out_s), _seconds(timeout_s)
-    rolled = bool(identity.get("all_rolled_out")) and version == expected_version
-    in_time = rolled and took is not None and bound is not None and took <= bound
-    why = list(reasons or [])
-    if rolled and not in_time:
-        why.append("rolled out after %s s, over the bound of %s s" % (rolled_out_s, timeout_s))
-    found = list(identity.get("findings") or [])
     gates = [
-        gate(
-            stage,
-            "running_version",
-            version or "unreadable",
-            expected_version,
-            version == expected_version,
-            ""
-            if version == expected_version
-            else "the binder runs %s, not %s" % (version, expected_version),
-            "" if version == expected_version else "read the Helm release and the binder image",
-        ),
-        gate(
-            stage,
-            "rolled_out",
-            "%s s" % rolled_out_s if rolled else "not rolled out after %s s" % rolled_out_s,
-            "every KAI component Deployment runs %s and is rolled out (observed generation, "
-            "updated and available replicas), kai-config's conditions current for its "
-            "generation, within %s s" % (expected_version, timeout_s),
-            in_time,
-            "" if in_time else "; ".join(why) or "KAI did not finish rolling out",
-            ""
-            if in_time
-            else "read kai-config's status conditions, the operator's log and the component "
-            "Deployments' conditions",
-        ),
-        gate(
-            stage,
-            "agreement",
-            "; ".join(found) or "helm, operator, kai-config and components agree",
-            "helm's release, the operator, kai-config and every component name one version",
-            not found,
-            "; ".join(found),
-            ""
-            if not found
-            else "run the supported downgrade or upgrade again to one version (helm upgrade to "
-            "the chart version, or uninstall and install); never helm rollback KAI's chart",
-        ),
+        _running_version_gate(stage, identity.get("version"), expected_version),
+        _rolled_out_gate(stage, identity, expected_version, rolled_out_s, timeout_s, reasons),
+        _agreement_gate(stage, list(identity.get("findings") or [])),
     ]
     if helm_status is not None:
-        gates.append(
-            gate(
-                stage,
-                "helm_release",
-                helm_status or "unknown",
-                "deployed",
-                helm_status == "deployed",
-                ""
-                if helm_status == "deployed"
-                else "the Helm release is %s, not deployed" % (helm_status or "unknown"),
-                ""
-                if helm_status == "deployed"
-                else "read helm history; downgrade by uninstall and install of the recorded "
-                "version",
-            )
-        )
+        gates.append(_helm_release_gate(stage, helm_status))
     for g in gates:
         g["evidence"] = evidence
     return gates

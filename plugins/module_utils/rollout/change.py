@@ -140,6 +140,59 @@ def chart(chart_ref, version):
 # ---------------------------------------------------------------- earlier runs of the change
 
 
+def _origin_after(run, entry, change, version, origin):
+    """The origin once a complete run is read: its state before an upgrade to another version,
+    none when it rolled back, else the origin as it was."""
+    before = change.get("before") or {}
+    if change.get("upgrade") and before.get("version") not in (None, version):
+        origin = {
+            "bundle": run["bundle"],
+            "status": "complete",
+            "before": {k: before.get(k) for k in ("revision", "chart", "version")},
+            "snapshot": before.get("snapshot"),
+            "baseline": (change.get("figures") or {}).get("baseline"),
+        }
+    if entry.get("decision") in ("rolled_back",):
+        origin = None  # it went back: nothing of that change runs now
+    return origin
+
+
+def _approval_after(run, report, entry, change, version, approved):
+    """The approved run once a complete run is read: it, when it verified and approved
+    ``version`` on the cluster; none when it did something else on the cluster."""
+    if (
+        run.get("verified")
+        and report.get("kind") == "rollout"
+        and report.get("kai_version") == version
+        and entry.get("decision") == "approved"
+    ):
+        after = change.get("after") or {}
+        return {
+            "bundle": run["bundle"],
+            "revision": after.get("revision"),
+            "version": after.get("version"),
+            "gates": [g for g in entry.get("gates") or [] if g.get("stage") == "verify"],
+        }
+    if entry:
+        return None  # a later run on this cluster changed or refused something
+    return approved
+
+
+def _interrupted_run(run):
+    return {
+        "bundle": run["bundle"],
+        "status": run.get("status"),
+        "before": {
+            "revision": run["snapshot"].get("revision"),
+            "chart": run["snapshot"].get("chart"),
+            "version": app_version(run["snapshot"].get("app_version")),
+        },
+        "snapshot": run.get("snapshot_folder"),
+        "baseline": run.get("baseline"),
+        "last_task": run.get("last_task"),
+    }
+
+
 def earlier_runs(cluster, version, runs, current):
     """The approved run a repeated run stands on, the interrupted runs since, and the origin.
 
@@ -163,47 +216,12 @@ def earlier_runs(cluster, version, runs, current):
         change = entry.get("change") or {}
         if run.get("status") == "complete":
             interrupted = []  # a complete run after them supersedes them
-            before = change.get("before") or {}
-            if change.get("upgrade") and before.get("version") not in (None, version):
-                origin = {
-                    "bundle": run["bundle"],
-                    "status": "complete",
-                    "before": {k: before.get(k) for k in ("revision", "chart", "version")},
-                    "snapshot": before.get("snapshot"),
-                    "baseline": (change.get("figures") or {}).get("baseline"),
-                }
-            if entry.get("decision") in ("rolled_back",):
-                origin = None  # it went back: nothing of that change runs now
-            if (
-                run.get("verified")
-                and report.get("kind") == "rollout"
-                and report.get("kai_version") == version
-                and entry.get("decision") == "approved"
-            ):
-                after = change.get("after") or {}
-                approved = {
-                    "bundle": run["bundle"],
-                    "revision": after.get("revision"),
-                    "version": after.get("version"),
-                    "gates": [g for g in entry.get("gates") or [] if g.get("stage") == "verify"],
-                }
-            elif entry:
-                approved = None  # a later run on this cluster changed or refused something
+            origin = _origin_after(run, entry, change, version, origin)
+            approved = _approval_after(run, report, entry, change, version, approved)
             continue
         if run.get("snapshot") is None:
             continue  # it did not get as far as this cluster's snapshot
-        item = {
-            "bundle": run["bundle"],
-            "status": run.get("status"),
-            "before": {
-                "revision": run["snapshot"].get("revision"),
-                "chart": run["snapshot"].get("chart"),
-                "version": app_version(run["snapshot"].get("app_version")),
-            },
-            "snapshot": run.get("snapshot_folder"),
-            "baseline": run.get("baseline"),
-            "last_task": run.get("last_task"),
-        }
+        item = _interrupted_run(run)
         interrupted.append(item)
         if item["before"]["version"] != version:
             origin = item

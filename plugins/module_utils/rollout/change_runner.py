@@ -87,77 +87,110 @@ def _exit(module, record, **extra):
 # ---------------------------------------------------------------- kai_rollout_step
 
 
+def _step_policy(record, value, params, cluster, wall):
+    record = pipeline.add_policy(record, value.get("on_failed_gate"), value.get("waves"))
+    record.setdefault("change", {})["rate"] = value.get("rate") or 0
+    return record
+
+
+def _step_earlier(record, value, params, cluster, wall):
+    root = option_path(params.get("evidence_root"))
+    runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
+    earlier = C.earlier_runs(cluster, value.get("version"), runs, value.get("current") or {})
+    return pipeline.add_earlier(record, earlier)
+
+
+def _step_upgrade(record, value, params, cluster, wall):
+    record = pipeline.add_upgrade(record, value.get("stage") or "upgrade", value)
+    if value.get("stage") == "rollback":
+        record["change"]["rollback"]["revision_target"] = value.get("revision_target")
+    return record
+
+
+def _step_decision(record, value, params, cluster, wall):
+    record = pipeline.add_decision(record, C.next_action(record))
+    # The clock of "time to restore after a failed gate" starts at the decision.
+    record["change"]["decided_at"] = round(wall(), 3)
+    return record
+
+
+def _step_rollback(record, value, params, cluster, wall):
+    timing = {k: value[k] for k in ("time_to_restore_s", "time_to_verified_s") if k in value}
+    decided = (record.get("change") or {}).get("decided_at")
+    if decided and "time_to_verified_s" in value and not value.get("error"):
+        timing["decision_to_verified_s"] = round(wall() - decided, 1)
+    return pipeline.add_rollback(
+        record, restore=value.get("restore"), timing=timing, error=value.get("error")
+    )
+
+
+def _step_error(record, value, params, cluster, wall):
+    return pipeline.add_change_error(
+        record, value.get("step") or "upgrade", value.get("task"), value.get("msg")
+    )
+
+
+def _step_rehearsal(record, value, params, cluster, wall):
+    root = option_path(params.get("evidence_root"))
+    runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
+    group = str(value.get("group") or "").strip() or None
+    peers = sorted({str(p) for p in value.get("peers") or [] if p and p != cluster})
+    cited, rejected = C.find_rehearsal(runs, cluster, C.rehearsal_pair(record), group, peers)
+    return C.add_rehearsal(record, cited, rejected, group, peers)
+
+
+def _step_rollback_from(record, value, params, cluster, wall):
+    root = option_path(params.get("evidence_root"))
+    given = value.get("bundle") or ""
+    path = os.path.abspath(os.path.expanduser(given)) if given else ""
+    if given and not os.path.isdir(path) and root:
+        path = os.path.join(root, given)  # a folder name in the evidence store
+    report = read_report(os.path.join(path, "report.json")) if given else None
+    return pipeline.new_rollback_record(
+        cluster,
+        os.path.basename(os.path.normpath(path)) if given else "",
+        report,
+        value.get("thresholds"),
+        value.get("owner"),
+        bundle_path=os.path.realpath(path) if given else None,
+    )
+
+
+def _step_finish(record, value, params, cluster, wall):
+    record = pipeline.finish(record)
+    change = record.get("change")
+    if change is not None:
+        for key in ("started_wall", "finished_wall"):
+            if value.get(key):
+                change[key] = value[key]
+        if change.get("started_wall") and change.get("finished_wall"):
+            change["duration_s"] = round(change["finished_wall"] - change["started_wall"], 1)
+    return record
+
+
+# What each addition of kai_rollout_step does to the record; any other addition finishes it.
+STEPS = {
+    "policy": _step_policy,
+    "earlier": _step_earlier,
+    "before": lambda record, value, *_ctx: pipeline.add_before(record, value),
+    "skip": lambda record, value, *_ctx: pipeline.add_change_skip(record, value),
+    "prior": lambda record, value, *_ctx: pipeline.add_prior(record),
+    "upgrade": _step_upgrade,
+    "decision": _step_decision,
+    "rollback": _step_rollback,
+    "error": _step_error,
+    "rehearsal": _step_rehearsal,
+    "rollback_from": _step_rollback_from,
+}
+
+
 def run_rollout_step(module, wall=time.time):
     params = module.params
     what = the_addition(params, ADDITIONS)
     record = params.get("record") or {}
     cluster = record.get("cluster") or params.get("cluster")
     value = params[what]
-    if what == "policy":
-        record = pipeline.add_policy(record, value.get("on_failed_gate"), value.get("waves"))
-        record.setdefault("change", {})["rate"] = value.get("rate") or 0
-    elif what == "earlier":
-        root = option_path(params.get("evidence_root"))
-        runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
-        earlier = C.earlier_runs(cluster, value.get("version"), runs, value.get("current") or {})
-        record = pipeline.add_earlier(record, earlier)
-    elif what == "before":
-        record = pipeline.add_before(record, value)
-    elif what == "skip":
-        record = pipeline.add_change_skip(record, value)
-    elif what == "prior":
-        record = pipeline.add_prior(record)
-    elif what == "upgrade":
-        record = pipeline.add_upgrade(record, value.get("stage") or "upgrade", value)
-        if value.get("stage") == "rollback":
-            record["change"]["rollback"]["revision_target"] = value.get("revision_target")
-    elif what == "decision":
-        record = pipeline.add_decision(record, C.next_action(record))
-        # The clock of "time to restore after a failed gate" starts at the decision.
-        record["change"]["decided_at"] = round(wall(), 3)
-    elif what == "rollback":
-        timing = {k: value[k] for k in ("time_to_restore_s", "time_to_verified_s") if k in value}
-        decided = (record.get("change") or {}).get("decided_at")
-        if decided and "time_to_verified_s" in value and not value.get("error"):
-            timing["decision_to_verified_s"] = round(wall() - decided, 1)
-        record = pipeline.add_rollback(
-            record, restore=value.get("restore"), timing=timing, error=value.get("error")
-        )
-    elif what == "error":
-        record = pipeline.add_change_error(
-            record, value.get("step") or "upgrade", value.get("task"), value.get("msg")
-        )
-    elif what == "rehearsal":
-        root = option_path(params.get("evidence_root"))
-        runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
-        group = str(value.get("group") or "").strip() or None
-        peers = sorted({str(p) for p in value.get("peers") or [] if p and p != cluster})
-        cited, rejected = C.find_rehearsal(runs, cluster, C.rehearsal_pair(record), group, peers)
-        record = C.add_rehearsal(record, cited, rejected, group, peers)
-    elif what == "rollback_from":
-        root = option_path(params.get("evidence_root"))
-        given = value.get("bundle") or ""
-        path = os.path.abspath(os.path.expanduser(given)) if given else ""
-        if given and not os.path.isdir(path) and root:
-            path = os.path.join(root, given)  # a folder name in the evidence store
-        report = read_report(os.path.join(path, "report.json")) if given else None
-        record = pipeline.new_rollback_record(
-            cluster,
-            os.path.basename(os.path.normpath(path)) if given else "",
-            report,
-            value.get("thresholds"),
-            value.get("owner"),
-            bundle_path=os.path.realpath(path) if given else None,
-        )
-    else:
-        record = pipeline.finish(record)
-        change = record.get("change")
-        if change is not None:
-            for key in ("started_wall", "finished_wall"):
-                if value.get(key):
-                    change[key] = value[key]
-            if change.get("started_wall") and change.get("finished_wall"):
-                change["duration_s"] = round(change["finished_wall"] - change["started_wall"], 1)
+    record = STEPS.get(what, _step_finish)(record, value, params, cluster, wall)
     _exit(module, record, changed=False)
 
 
@@ -263,11 +296,8 @@ class ProbeRun(object):
         stale = [f for f in found["findings"] if f["kind"] in STALE_KINDS]
         return stale, raw
 
-    def run(self):
-        started_wall = self.wall()
-        leftovers = self.clean_leftovers()
-        stale_before, _raw = self.scan()
-        self.create_namespace()
+    def _restart_counts(self):
+        """Restarts per binder pod uid before the probes: the figure is the difference after."""
         initial = {}
         for pod in self.binder_pods():
             uid = pod["metadata"]["uid"]
@@ -275,10 +305,9 @@ class ProbeRun(object):
                 cs.get("restartCount", 0)
                 for cs in (pod.get("status") or {}).get("containerStatuses") or []
             )
-        reserved = {
-            (p.get("metadata") or {}).get("uid")
-            for p in self.client.list("v1", "Pod", self.p["reservation_namespace"])
-        }
+        return initial
+
+    def _start_watches(self):
         rec = Recorder(self.client, clock=self.clock, wall=self.wall)
         rec.watch("pods", "v1", "Pod", self.namespace)
         rec.watch("bindrequests", "scheduling.run.ai/v1alpha2", "BindRequest", self.namespace)
@@ -287,40 +316,42 @@ class ProbeRun(object):
             "binder", "v1", "Pod", self.p["kai_namespace"], label_selector=self.p["binder_selector"]
         )
         rec.watch("reservations", "v1", "Pod", self.p["reservation_namespace"])
-        states = []
-        timed_out = False
-        labels = P.labels(self.p["run_id"], self.phase, self.cluster)
-        try:
-            for w in P.workloads(
-                self.p["probes"],
-                self.p["kwok_probes"],
-                self.p.get("probe_placement") or {},
-                self.p.get("kwok_placement") or None,
-            ):
-                st = dict(w, submitted_t=self.clock(), submitted_wall=self.wall())
-                self.client.create(P.manifest(w, self.namespace, self.p["image"], labels))
-                states.append(st)
-            deadline = self.clock() + self.p["window_s"]
-            timed_out = True
-            while self.clock() < deadline:
-                if P.done({"pods": rec.objects("pods")}, states):
-                    timed_out = False
-                    break
-                time.sleep(0.2)
-            followed_s = round(self.clock() - states[0]["submitted_t"], 3) if states else 0
-        finally:
-            time.sleep(0.5)  # the last events reach the watches
-            records = {k: rec.objects(k) for k in rec.records}
-            binder = P.binder_restarts(records.get("binder") or [], initial)
-            logs = self.binder_logs()
-            rec.stop()
-            self.write_watches(records)
-        names = {s["name"] for s in states}
-        groups = P.probe_groups(records.get("pods") or [], names)
-        self.client.delete_namespace(self.namespace)
-        self._wait(
-            lambda: self._ns_gone(self.namespace), 120, "namespace %s to go" % self.namespace
-        )
+        return rec
+
+    def _submit_and_follow(self, rec, states, labels):
+        """Create the probes (appended to ``states`` as each is created, so a failure leaves what
+        was done) and follow them; (timed_out, seconds followed since the first submission)."""
+        for w in P.workloads(
+            self.p["probes"],
+            self.p["kwok_probes"],
+            self.p.get("probe_placement") or {},
+            self.p.get("kwok_placement") or None,
+        ):
+            st = dict(w, submitted_t=self.clock(), submitted_wall=self.wall())
+            self.client.create(P.manifest(w, self.namespace, self.p["image"], labels))
+            states.append(st)
+        deadline = self.clock() + self.p["window_s"]
+        timed_out = True
+        while self.clock() < deadline:
+            if P.done({"pods": rec.objects("pods")}, states):
+                timed_out = False
+                break
+            time.sleep(0.2)
+        followed_s = round(self.clock() - states[0]["submitted_t"], 3) if states else 0
+        return timed_out, followed_s
+
+    def _close_watches(self, rec, initial):
+        """(records, binder restarts, binder log files): the watches' records, then stopped."""
+        time.sleep(0.5)  # the last events reach the watches
+        records = {k: rec.objects(k) for k in rec.records}
+        binder = P.binder_restarts(records.get("binder") or [], initial)
+        logs = self.binder_logs()
+        rec.stop()
+        self.write_watches(records)
+        return records, binder, logs
+
+    def _probe_reservations_left(self, groups, reserved):
+        """Reservation pods the probes' binds made that outlived the probes, once settled."""
         left = []
 
         def groups_gone():
@@ -340,13 +371,59 @@ class ProbeRun(object):
             return not left
 
         self._wait(groups_gone, self.p["settle_s"], "the probes' reservation pods to go")
-        stale_after, raw = self.scan()
+        return left
+
+    def _stale_objects(self, stale_before, stale_after, left):
+        """Stale objects the change left: new since before it (or its baseline), and the probes'."""
         before_uids = set(self.p.get("stale_baseline") or []) | {
             f["object"]["uid"] for f in stale_before
         }
         new = [f for f in stale_after if f["object"]["uid"] not in before_uids]
-        nodes = self.client.list("v1", "Node")
-        cap = P.capacity(nodes, raw["pods"])
+        return {
+            "count": len(new) + len(left),
+            "probe_reservation_pods_left": list(left),
+            "new_since_change": [f["id"] for f in new],
+            "scan": len(stale_after),
+            "scan_ids": [f["id"] for f in stale_after],
+            "before_change": [f["object"]["uid"] for f in stale_before],
+            "min_age_s": self.p["stale_min_age_s"],
+        }
+
+    def _figures(self, records, states, timed_out, extra):
+        figures = P.figures(records, states, self.p["window_s"], timed_out, extra)
+        walls = {st["name"]: st["submitted_wall"] for st in states}
+        for row in figures["probe_results"]:
+            row["submitted_wall"] = walls.get(row["name"])
+        self.write("figures.json", figures)
+        figures["files"] = list(self.files)
+        figures["evidence"] = "%s/figures.json" % self.folder if self.writer else None
+        return figures
+
+    def run(self):
+        started_wall = self.wall()
+        leftovers = self.clean_leftovers()
+        stale_before, _raw = self.scan()
+        self.create_namespace()
+        initial = self._restart_counts()
+        reserved = {
+            (p.get("metadata") or {}).get("uid")
+            for p in self.client.list("v1", "Pod", self.p["reservation_namespace"])
+        }
+        rec = self._start_watches()
+        states = []
+        labels = P.labels(self.p["run_id"], self.phase, self.cluster)
+        try:
+            timed_out, followed_s = self._submit_and_follow(rec, states, labels)
+        finally:
+            records, binder, logs = self._close_watches(rec, initial)
+        groups = P.probe_groups(records.get("pods") or [], {s["name"] for s in states})
+        self.client.delete_namespace(self.namespace)
+        self._wait(
+            lambda: self._ns_gone(self.namespace), 120, "namespace %s to go" % self.namespace
+        )
+        left = self._probe_reservations_left(groups, reserved)
+        stale_after, raw = self.scan()
+        cap = P.capacity(self.client.list("v1", "Node"), raw["pods"])
         cap["held_idle"] = sum(1 for f in stale_after if f["kind"] == "stale_reservation_pod")
         extra = {
             "phase": self.phase,
@@ -357,15 +434,7 @@ class ProbeRun(object):
             "started_wall": started_wall,
             "finished_wall": self.wall(),
             "binder_restarts": binder,
-            "stale_objects": {
-                "count": len(new) + len(left),
-                "probe_reservation_pods_left": list(left),
-                "new_since_change": [f["id"] for f in new],
-                "scan": len(stale_after),
-                "scan_ids": [f["id"] for f in stale_after],
-                "before_change": [f["object"]["uid"] for f in stale_before],
-                "min_age_s": self.p["stale_min_age_s"],
-            },
+            "stale_objects": self._stale_objects(stale_before, stale_after, left),
             "capacity": cap,
             "pending": P.pending_work(raw["pods"], self.wall(), parse_time),
             "leftovers_removed": leftovers,
@@ -373,14 +442,7 @@ class ProbeRun(object):
             "notes": list(self.notes),
             "binder_logs": logs,
         }
-        figures = P.figures(records, states, self.p["window_s"], timed_out, extra)
-        walls = {st["name"]: st["submitted_wall"] for st in states}
-        for row in figures["probe_results"]:
-            row["submitted_wall"] = walls.get(row["name"])
-        self.write("figures.json", figures)
-        figures["files"] = list(self.files)
-        figures["evidence"] = "%s/figures.json" % self.folder if self.writer else None
-        return figures
+        return self._figures(records, states, timed_out, extra)
 
     def binder_logs(self):
         out = []
@@ -472,6 +534,61 @@ def snapshot_folder(given, run_dir, root):
     return os.path.join(os.path.abspath(run_dir or root or "."), given)
 
 
+# How each planned action reads once done; recreate and replace are the ones that write.
+RESTORE_OUTCOMES = {
+    "recreate": "recreated",
+    "replace": "replaced",
+    "none": "unchanged",
+    "not_restored": "not_restored",
+    "left": "left",
+}
+
+
+def _snapshot_folder_checked(params):
+    folder = snapshot_folder(
+        params.get("snapshot_dir"), params.get("evidence_dir"), params.get("evidence_root")
+    )
+    if not folder or not os.path.isfile(os.path.join(folder, "index.json")):
+        raise KaiopsError(
+            "Failed to restore KAI's configuration: no snapshot index.json in %s" % folder,
+            status=STATUS_INVALID,
+        )
+    return folder
+
+
+def _replace_spec(client, current, recorded):
+    """Merge-patch the recorded spec onto the object now, at the resourceVersion read."""
+    meta = current.get("metadata") or {}
+    patch = {"spec": R.merge_patch(current.get("spec") or {}, recorded.get("spec") or {})}
+    client.patch(
+        current["apiVersion"],
+        current["kind"],
+        meta["name"],
+        meta.get("namespace"),
+        patch,
+        meta.get("resourceVersion"),
+    )
+
+
+def _restore_one(client, item, by_key, now_by_key, check_mode):
+    """One planned action, applied unless in check mode: the item with its outcome."""
+    outcome = RESTORE_OUTCOMES[item["action"]]
+    if check_mode and outcome in ("recreated", "replaced"):
+        outcome = "not_applied"
+    elif outcome == "recreated":
+        try:
+            client.create(R.recreate_body(by_key[item["object"]]))
+        except KaiopsError as exc:
+            outcome, item = "failed", dict(item, why="%s: %s" % (item["why"], exc.msg))
+    elif outcome == "replaced":
+        try:
+            _replace_spec(client, now_by_key[item["object"]], by_key[item["object"]])
+        except KaiopsError as exc:
+            outcome = "conflict" if exc.http_status == 409 else "failed"
+            item = dict(item, why="%s: %s" % (item["why"], exc.msg))
+    return dict(item, outcome=outcome)
+
+
 def run_rollout_restore(module, client_factory=FixtureClient.from_options):
     params = module.params
     client = client_factory(
@@ -483,56 +600,15 @@ def run_rollout_restore(module, client_factory=FixtureClient.from_options):
         by_kind = {what: _read_kinds(client, [(a, k, what)]) for a, k, what in R.SURVIVOR_KINDS}
         present = client.read("v1", "Namespace", params["reservation_namespace"]) is not None
         module.exit_json(changed=False, survivors=R.survivors(by_kind, present))
-    folder = snapshot_folder(
-        params.get("snapshot_dir"), params.get("evidence_dir"), params.get("evidence_root")
-    )
-    if not folder or not os.path.isfile(os.path.join(folder, "index.json")):
-        raise KaiopsError(
-            "Failed to restore KAI's configuration: no snapshot index.json in %s" % folder,
-            status=STATUS_INVALID,
-        )
+    folder = _snapshot_folder_checked(params)
     recorded = snapshot_objects(folder, [k for _a, k, _f in R.RESTORED_KINDS])
     now = _read_kinds(client, R.RESTORED_KINDS)
     actions = R.plan(recorded, params.get("before_rollback"), params.get("after_upgrade"), now)
     by_key = {R.key(o): o for o in recorded}
     now_by_key = {R.key(o): o for o in now}
-    results = []
-    for item in actions:
-        outcome = {
-            "recreate": "recreated",
-            "replace": "replaced",
-            "none": "unchanged",
-            "not_restored": "not_restored",
-            "left": "left",
-        }[item["action"]]
-        if module.check_mode and outcome in ("recreated", "replaced"):
-            outcome = "not_applied"
-        elif outcome == "recreated":
-            try:
-                client.create(R.recreate_body(by_key[item["object"]]))
-            except KaiopsError as exc:
-                outcome, item = "failed", dict(item, why="%s: %s" % (item["why"], exc.msg))
-        elif outcome == "replaced":
-            current = now_by_key[item["object"]]
-            meta = current.get("metadata") or {}
-            patch = {
-                "spec": R.merge_patch(
-                    current.get("spec") or {}, by_key[item["object"]].get("spec") or {}
-                )
-            }
-            try:
-                client.patch(
-                    current["apiVersion"],
-                    current["kind"],
-                    meta["name"],
-                    meta.get("namespace"),
-                    patch,
-                    meta.get("resourceVersion"),
-                )
-            except KaiopsError as exc:
-                outcome = "conflict" if exc.http_status == 409 else "failed"
-                item = dict(item, why="%s: %s" % (item["why"], exc.msg))
-        results.append(dict(item, outcome=outcome))
+    results = [
+        _restore_one(client, item, by_key, now_by_key, module.check_mode) for item in actions
+    ]
     summary = R.summary(results)
     module.exit_json(
         changed=any(r["outcome"] in ("recreated", "replaced") for r in results),

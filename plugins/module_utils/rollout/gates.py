@@ -209,25 +209,25 @@ REQUEST_GATES = (
 )
 
 
-def threshold_gates(thresholds):
-    """One gate per rollout threshold, one per percentile pair, one for unknown names."""
-    stage, fix_var = "request", "kaiops_thresholds"
-    if not isinstance(thresholds, dict) or not thresholds:
-        empty = thresholds in (None, "", {})
-        return [
-            gate(
-                stage,
-                "thresholds",
-                "missing" if empty else type_name(thresholds),
-                "a mapping of %d acceptance thresholds" % len(ROLLOUT_THRESHOLDS),
-                False,
-                "acceptance thresholds are missing"
-                if empty
-                else "kaiops_thresholds must be a mapping of threshold names to numbers, got %s"
-                % type_name(thresholds),
-                "set %s, e.g. %s" % (fix_var, THRESHOLDS_EXAMPLE),
-            )
-        ]
+def _thresholds_shape_gate(thresholds, stage, fix_var):
+    """The one gate when the thresholds are missing or not a mapping."""
+    empty = thresholds in (None, "", {})
+    return gate(
+        stage,
+        "thresholds",
+        "missing" if empty else type_name(thresholds),
+        "a mapping of %d acceptance thresholds" % len(ROLLOUT_THRESHOLDS),
+        False,
+        "acceptance thresholds are missing"
+        if empty
+        else "kaiops_thresholds must be a mapping of threshold names to numbers, got %s"
+        % type_name(thresholds),
+        "set %s, e.g. %s" % (fix_var, THRESHOLDS_EXAMPLE),
+    )
+
+
+def _rollout_threshold_gates(thresholds, stage, fix_var):
+    """One gate per threshold the rollout needs, passed or not."""
     gates = []
     for name in ROLLOUT_THRESHOLDS:
         rule = THRESHOLDS[name]
@@ -243,6 +243,12 @@ def threshold_gates(thresholds):
                 "set %s.%s" % (fix_var, name) if problem else "",
             )
         )
+    return gates
+
+
+def _percentile_pair_gates(thresholds, stage, fix_var):
+    """A failed gate for each p50 set above its p95."""
+    gates = []
     for low, high in PERCENTILE_PAIRS:
         (a, a_ok), (b, b_ok) = as_number(thresholds.get(low)), as_number(thresholds.get(high))
         if a_ok and b_ok and a > b:
@@ -257,6 +263,12 @@ def threshold_gates(thresholds):
                     "a p50 cannot exceed its p95: fix %s" % fix_var,
                 )
             )
+    return gates
+
+
+def _optional_threshold_gates(thresholds, stage, fix_var):
+    """A failed gate for each known threshold the rollout does not need, set to a bad value."""
+    gates = []
     for name in sorted(set(thresholds) & set(THRESHOLDS) - set(ROLLOUT_THRESHOLDS)):
         _value, problem = read_threshold(name, thresholds[name])
         if problem:
@@ -271,24 +283,41 @@ def threshold_gates(thresholds):
                     "set %s.%s" % (fix_var, name),
                 )
             )
-    unknown = sorted(set(thresholds) - set(THRESHOLDS))
-    if unknown:
-        named = [
-            "%s (did you mean %s?)" % (n, nearest_threshold(n)) if nearest_threshold(n) else n
-            for n in unknown
-        ]
-        gates.append(
-            gate(
-                stage,
-                "thresholds:unknown",
-                unknown,
-                "known names",
-                False,
-                "unknown threshold name(s) %s" % ", ".join(named),
-                "use only %s" % ", ".join(THRESHOLDS),
-            )
-        )
     return gates
+
+
+def _unknown_thresholds_gates(thresholds, stage):
+    unknown = sorted(set(thresholds) - set(THRESHOLDS))
+    if not unknown:
+        return []
+    named = [
+        "%s (did you mean %s?)" % (n, nearest_threshold(n)) if nearest_threshold(n) else n
+        for n in unknown
+    ]
+    return [
+        gate(
+            stage,
+            "thresholds:unknown",
+            unknown,
+            "known names",
+            False,
+            "unknown threshold name(s) %s" % ", ".join(named),
+            "use only %s" % ", ".join(THRESHOLDS),
+        )
+    ]
+
+
+def threshold_gates(thresholds):
+    """One gate per rollout threshold, one per percentile pair, one for unknown names."""
+    stage, fix_var = "request", "kaiops_thresholds"
+    if not isinstance(thresholds, dict) or not thresholds:
+        return [_thresholds_shape_gate(thresholds, stage, fix_var)]
+    return (
+        _rollout_threshold_gates(thresholds, stage, fix_var)
+        + _percentile_pair_gates(thresholds, stage, fix_var)
+        + _optional_threshold_gates(thresholds, stage, fix_var)
+        + _unknown_thresholds_gates(thresholds, stage)
+    )
 
 
 def regression_gate(req, passing, considered, evidence_root):

@@ -87,14 +87,12 @@ def is_system(subject, kai_namespace):
     return False
 
 
-def resolve(rbac, target_list, kai_namespace):
-    """Per target, who can write it and through what; and the broad grants.
-
-    ``rbac``: {cluster_roles, cluster_role_bindings, roles, role_bindings} as listed.
-    """
+def _grants(rbac):
+    """(binding, scope namespace or None, role, binding object) for each binding whose role
+    exists: ClusterRoleBindings cluster-wide, RoleBindings in their namespace."""
     cluster_roles = {_meta(r).get("name"): r for r in rbac.get("cluster_roles") or []}
     roles = {(_meta(r).get("namespace"), _meta(r).get("name")): r for r in rbac.get("roles") or []}
-    grants = []  # (binding, scope namespace or None, role rules, subjects)
+    grants = []
     for b in rbac.get("cluster_role_bindings") or []:
         role = cluster_roles.get((b.get("roleRef") or {}).get("name"))
         if role:
@@ -109,76 +107,101 @@ def resolve(rbac, target_list, kai_namespace):
         )
         if role:
             grants.append(("RoleBinding %s/%s" % (ns, _meta(b).get("name")), ns, role, b))
-    out = []
+    return grants
+
+
+def _in_scope(scope, namespace):
+    if scope is not None and namespace is not None and scope != namespace:
+        return False
+    # a RoleBinding never grants a cluster-scoped object
+    return not (scope is not None and namespace is None)
+
+
+def _broad_reasons(scope, resource, wildcard):
+    """Why a grant is broad: cluster-wide on ConfigMaps, or cluster-wide through a wildcard."""
+    reasons = []
+    if scope is None and resource == "configmaps":
+        reasons.append("cluster-wide ConfigMap write")
+    if scope is None and wildcard:
+        reasons.append("wildcard rule (* resources or verbs)")
+    return reasons
+
+
+def _add_grant(editors, broad, grant, target, verbs, kai_namespace):
+    """Each subject of one grant as an editor of the target; a broad grant of a subject that is
+    not a system one is added to ``broad``."""
+    via, scope, role, binding = grant
+    _label, group, resource, _namespace, _name = target
+    wildcard = any(
+        "*" in (r.get("resources") or []) or "*" in (r.get("verbs") or [])
+        for r in role.get("rules") or []
+        if _matches(r.get("apiGroups"), group)
+    )
+    for subject in binding.get("subjects") or []:
+        who = subject_text(subject)
+        entry = editors.setdefault(
+            who,
+            {
+                "subject": who,
+                "system": is_system(subject, kai_namespace),
+                "via": [],
+                "verbs": set(),
+            },
+        )
+        entry["via"].append(
+            "%s -> %s %s%s"
+            % (
+                via,
+                role.get("kind") or "Role",
+                _meta(role).get("name"),
+                "" if scope else " (cluster-wide)",
+            )
+        )
+        entry["verbs"].update(verbs)
+        reasons = _broad_reasons(scope, resource, wildcard)
+        if reasons and not entry["system"]:
+            key = (who, via)
+            broad.setdefault(key, {"subject": who, "via": entry["via"][-1], "why": set()})
+            broad[key]["why"].update(reasons)
+
+
+def _editors(target, grants, kai_namespace, broad):
+    """Who can write one target, by subject, and through which grants."""
+    _label, group, resource, namespace, name = target
+    editors = {}
+    for grant in grants:
+        scope, role = grant[1], grant[2]
+        if not _in_scope(scope, namespace):
+            continue
+        verbs = [
+            v
+            for v in WRITE_VERBS
+            if any(rule_allows(r, group, resource, v, name) for r in role.get("rules") or [])
+        ]
+        if verbs:
+            _add_grant(editors, broad, grant, target, verbs, kai_namespace)
+    return [
+        {
+            "subject": entry["subject"],
+            "system": entry["system"],
+            "verbs": sorted(entry["verbs"]),
+            "via": sorted(set(entry["via"])),
+        }
+        for entry in sorted(editors.values(), key=lambda e: e["subject"])
+    ]
+
+
+def resolve(rbac, target_list, kai_namespace):
+    """Per target, who can write it and through what; and the broad grants.
+
+    ``rbac``: {cluster_roles, cluster_role_bindings, roles, role_bindings} as listed.
+    """
+    grants = _grants(rbac)
     broad = {}
-    for label, group, resource, namespace, name in target_list:
-        editors = {}
-        for via, scope, role, binding in grants:
-            if scope is not None and namespace is not None and scope != namespace:
-                continue
-            if scope is not None and namespace is None:
-                continue  # a RoleBinding never grants a cluster-scoped object
-            verbs = [
-                v
-                for v in WRITE_VERBS
-                if any(rule_allows(r, group, resource, v, name) for r in role.get("rules") or [])
-            ]
-            if not verbs:
-                continue
-            wildcard = any(
-                "*" in (r.get("resources") or []) or "*" in (r.get("verbs") or [])
-                for r in role.get("rules") or []
-                if _matches(r.get("apiGroups"), group)
-            )
-            for subject in binding.get("subjects") or []:
-                who = subject_text(subject)
-                entry = editors.setdefault(
-                    who,
-                    {
-                        "subject": who,
-                        "system": is_system(subject, kai_namespace),
-                        "via": [],
-                        "verbs": set(),
-                    },
-                )
-                entry["via"].append(
-                    "%s -> %s %s%s"
-                    % (
-                        via,
-                        role.get("kind") or "Role",
-                        _meta(role).get("name"),
-                        "" if scope else " (cluster-wide)",
-                    )
-                )
-                entry["verbs"].update(verbs)
-                cluster_wide = scope is None
-                reasons = []
-                if cluster_wide and resource == "configmaps":
-                    reasons.append("cluster-wide ConfigMap write")
-                if cluster_wide and wildcard:
-                    reasons.append("wildcard rule (* resources or verbs)")
-                if reasons and not entry["system"]:
-                    key = (who, via)
-                    broad.setdefault(
-                        key,
-                        {
-                            "subject": who,
-                            "via": entry["via"][-1],
-                            "why": set(),
-                        },
-                    )
-                    broad[key]["why"].update(reasons)
-        rows = []
-        for entry in sorted(editors.values(), key=lambda e: e["subject"]):
-            rows.append(
-                {
-                    "subject": entry["subject"],
-                    "system": entry["system"],
-                    "verbs": sorted(entry["verbs"]),
-                    "via": sorted(set(entry["via"])),
-                }
-            )
-        out.append({"target": label, "editors": rows})
+    out = [
+        {"target": target[0], "editors": _editors(target, grants, kai_namespace, broad)}
+        for target in target_list
+    ]
     flagged = [
         {"subject": b["subject"], "via": b["via"], "why": sorted(b["why"])}
         for b in sorted(broad.values(), key=lambda b: (b["subject"], b["via"]))

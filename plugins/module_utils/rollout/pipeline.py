@@ -416,18 +416,14 @@ def add_figures(record, phase, figures, thresholds, identity=None, timing=None):
     return out
 
 
-def add_upgrade(record, stage, result):
-    """The upgrade (stage ``upgrade``) or the Helm rollback (stage ``rollback``): helm's result,
-    the release after it, the version that runs and the bounded rollout wait."""
+def _upgrade_gates(stage, result, identity):
+    """The upgrade's or rollback's gates: helm's failure first, then what runs and rolled out,
+    and for a rollback the objects kept across it."""
     from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.acceptance import (
         kept_gate,
         upgrade_gates,
     )
 
-    out = _copy(record)
-    change = _change(out)
-    identity = result.get("identity") or {}
-    ok = not result.get("error")
     gates = upgrade_gates(
         stage,
         identity,
@@ -458,7 +454,11 @@ def add_upgrade(record, stage, result):
                 "read the task output; the release's history is in the evidence",
             ),
         )
-    out["gates"] += gates
+    return gates
+
+
+def _upgrade_entry(stage, result, identity, gates):
+    ok = not result.get("error")
     entry = {
         "status": "done" if ok and all(g["passed"] for g in gates) else "failed",
         "changed": bool(result.get("changed")),
@@ -479,22 +479,35 @@ def add_upgrade(record, stage, result):
         entry["method_why"] = result.get("method_why")
         entry["survivors_before"] = result.get("survivors_before")
         entry["survivors_after"] = result.get("survivors_after")
+    return entry
+
+
+def _upgrade_reason(entry, result, identity, gates):
+    if entry["status"] != "done":
+        return "failed: %s" % "; ".join(g["message"] for g in gates if not g["passed"])
+    return "%s to %s (revision %s -> %s) in %s s" % (
+        "upgraded" if entry["changed"] else "already at the target, nothing changed:",
+        identity.get("version"),
+        result.get("revision_before"),
+        result.get("revision"),
+        result.get("duration_s"),
+    )
+
+
+def add_upgrade(record, stage, result):
+    """The upgrade (stage ``upgrade``) or the Helm rollback (stage ``rollback``): helm's result,
+    the release after it, the version that runs and the bounded rollout wait."""
+    out = _copy(record)
+    change = _change(out)
+    identity = result.get("identity") or {}
+    gates = _upgrade_gates(stage, result, identity)
+    out["gates"] += gates
+    entry = _upgrade_entry(stage, result, identity, gates)
     if stage == "upgrade":
         change["upgrade"] = entry
         change["after"] = {"version": identity.get("version"), "revision": entry["revision"]}
         change["after_objects"] = result.get("objects")
-        reason = (
-            "%s to %s (revision %s -> %s) in %s s"
-            % (
-                "upgraded" if entry["changed"] else "already at the target, nothing changed:",
-                identity.get("version"),
-                result.get("revision_before"),
-                result.get("revision"),
-                result.get("duration_s"),
-            )
-            if entry["status"] == "done"
-            else "failed: %s" % "; ".join(g["message"] for g in gates if not g["passed"])
-        )
+        reason = _upgrade_reason(entry, result, identity, gates)
         out["steps"].append(_step("upgrade", entry["status"], reason))
     else:
         rollback = change.setdefault("rollback", {})
@@ -617,35 +630,38 @@ def finish(record):
     return out
 
 
-def new_rollback_record(cluster, bundle, report, thresholds=None, owner=None, bundle_path=None):
-    """The record of rollback.yml for one cluster, from the rollout bundle it restores: the
-    revision, version and snapshot that bundle recorded before its change. A bundle that is
-    missing, not a rollout's, or without this cluster's record refuses (nothing is touched)."""
-    entry = ((report or {}).get("clusters") or {}).get(cluster) or {}
-    change = entry.get("change") or {}
-    before = change.get("before") or {}
+def _rollback_request(entry, report, thresholds, owner):
+    """The change request of that bundle, with the thresholds and owner given now."""
     request = dict(entry.get("request") or (report or {}).get("request") or {})
     if isinstance(thresholds, dict) and thresholds:
         request["thresholds"] = thresholds
     if owner:
         request["change_owner"] = owner
-    problem = None
+    return request
+
+
+def _bundle_problem(cluster, bundle, report, entry, before, request):
+    """Why the bundle cannot be rolled back to, or None: the first of the rules that fails."""
     if not bundle:
-        problem = "no bundle given: set kaiops_rollout_rollback_bundle to a rollout bundle"
-    elif report is None:
-        problem = "bundle %s has no readable report.json" % bundle
-    elif report.get("kind") != "rollout":
-        problem = "bundle %s is not a rollout's (kind %s)" % (bundle, report.get("kind"))
-    elif not entry:
-        problem = "bundle %s has no record of cluster %s" % (bundle, cluster)
-    elif not before.get("revision") or not before.get("snapshot"):
-        problem = "bundle %s recorded no Helm revision and snapshot before a change on %s" % (
+        return "no bundle given: set kaiops_rollout_rollback_bundle to a rollout bundle"
+    if report is None:
+        return "bundle %s has no readable report.json" % bundle
+    if report.get("kind") != "rollout":
+        return "bundle %s is not a rollout's (kind %s)" % (bundle, report.get("kind"))
+    if not entry:
+        return "bundle %s has no record of cluster %s" % (bundle, cluster)
+    if not before.get("revision") or not before.get("snapshot"):
+        return "bundle %s recorded no Helm revision and snapshot before a change on %s" % (
             bundle,
             cluster,
         )
-    elif not isinstance(request.get("thresholds"), dict) or not request.get("thresholds"):
-        problem = "no thresholds to verify the rollback against (kaiops_thresholds)"
-    snapshot = before.get("snapshot") or ""
+    if not isinstance(request.get("thresholds"), dict) or not request.get("thresholds"):
+        return "no thresholds to verify the rollback against (kaiops_thresholds)"
+    return None
+
+
+def _rollback_snapshot(snapshot, bundle_path):
+    """The snapshot folder before the change, made absolute against the bundle read."""
     if snapshot and bundle_path and not os.path.isabs(snapshot):
         # "snapshots/..." in that bundle, or "<interrupted bundle>/snapshots/..." next to it
         inside = os.path.join(bundle_path, snapshot)
@@ -654,45 +670,60 @@ def new_rollback_record(cluster, bundle, report, thresholds=None, owner=None, bu
             if os.path.isdir(inside)
             else os.path.join(os.path.dirname(bundle_path), snapshot)
         )
-    record = {
+    return snapshot
+
+
+def _bundle_gate(bundle, before, problem):
+    return gate(
+        "request",
+        "rollback_bundle",
+        "%s: revision %s (%s) recorded before its change"
+        % (bundle, before.get("revision"), before.get("version"))
+        if problem is None
+        else bundle or "none",
+        "a rollout bundle with this cluster's revision and snapshot before the change",
+        problem is None,
+        problem or "",
+        "give kaiops_rollout_rollback_bundle=<evidence root>/<rollout bundle>" if problem else "",
+    )
+
+
+def _rollback_change(bundle, change, before, snapshot):
+    baseline = (change.get("figures") or {}).get("baseline")
+    return {
+        "operation": "rollback",
+        "bundle": bundle,
+        "before": dict(before, snapshot=snapshot),
+        "after": change.get("after"),
+        "after_objects": change.get("after_objects"),
+        "policy": {"policy": "rollback", "source": "rollback.yml"},
+        "action": "rollback",
+        # the old version's own figures before that change: the rollback is held to them
+        "figures": {"baseline": baseline} if baseline else {},
+    }
+
+
+def new_rollback_record(cluster, bundle, report, thresholds=None, owner=None, bundle_path=None):
+    """The record of rollback.yml for one cluster, from the rollout bundle it restores: the
+    revision, version and snapshot that bundle recorded before its change. A bundle that is
+    missing, not a rollout's, or without this cluster's record refuses (nothing is touched)."""
+    entry = ((report or {}).get("clusters") or {}).get(cluster) or {}
+    change = entry.get("change") or {}
+    before = change.get("before") or {}
+    request = _rollback_request(entry, report, thresholds, owner)
+    problem = _bundle_problem(cluster, bundle, report, entry, before, request)
+    snapshot = _rollback_snapshot(before.get("snapshot") or "", bundle_path)
+    return {
         "schema": SCHEMA,
         "cluster": cluster,
         "request": request,
         "request_well_formed": problem is None,
         "current_version": None,
         "inventory_status": None,
-        "gates": [
-            gate(
-                "request",
-                "rollback_bundle",
-                "%s: revision %s (%s) recorded before its change"
-                % (bundle, before.get("revision"), before.get("version"))
-                if problem is None
-                else bundle or "none",
-                "a rollout bundle with this cluster's revision and snapshot before the change",
-                problem is None,
-                problem or "",
-                "give kaiops_rollout_rollback_bundle=<evidence root>/<rollout bundle>"
-                if problem
-                else "",
-            )
-        ],
+        "gates": [_bundle_gate(bundle, before, problem)],
         "steps": [_step("request", "done", problem or "bundle %s read" % bundle)],
         "evidence": ["../%s/report.md" % bundle] if problem is None else [],
         "regression": None,
         "snapshot_plan": None,
-        "change": {
-            "operation": "rollback",
-            "bundle": bundle,
-            "before": dict(before, snapshot=snapshot),
-            "after": change.get("after"),
-            "after_objects": change.get("after_objects"),
-            "policy": {"policy": "rollback", "source": "rollback.yml"},
-            "action": "rollback",
-            # the old version's own figures before that change: the rollback is held to them
-            "figures": {"baseline": (change.get("figures") or {}).get("baseline")}
-            if (change.get("figures") or {}).get("baseline")
-            else {},
-        },
+        "change": _rollback_change(bundle, change, before, snapshot),
     }
-    return record

@@ -229,72 +229,84 @@ def probe_groups(records, names):
     return groups
 
 
-def figures(records, states, window_s, timed_out, extra):
-    """What a verification measured. ``records``: the watches (pods, bindrequests); ``states``:
-    the probes with ``submitted_t``; ``extra``: binder restarts, stale objects, capacity,
-    pending work, namespace, timings (measured by the runner)."""
-    pods, brs = records.get("pods") or [], records.get("bindrequests") or []
-    rows = []
-    reasons = {}
-    for st in states:
-        hist = S.pod_history(pods, st["name"])
-        submitted = st.get("submitted_t")
+def _probe_row(st, pods, brs, reasons):
+    """One probe's outcome and times from the watches; its failed attempts' reasons are
+    counted into ``reasons``."""
+    hist = S.pod_history(pods, st["name"])
+    submitted = st.get("submitted_t")
 
-        def since(t, submitted=submitted):
-            return round(t - submitted, 3) if t is not None and submitted is not None else None
+    def since(t):
+        return round(t - submitted, 3) if t is not None and submitted is not None else None
 
-        tries = S.attempts(brs, st["name"])
-        for a in tries:
-            if a["failed_at"] is not None:
-                reason = a["reason"] or "(no reason)"
-                reasons[reason] = reasons.get(reason, 0) + 1
-        last = hist["last"] or {}
-        rows.append(
-            {
-                "name": st["name"],
-                "kind": st["kind"],
-                "node": (last.get("spec") or {}).get("nodeName"),
-                "phase": (last.get("status") or {}).get("phase"),
-                "outcome": outcome(st, hist, deleted(pods, st["name"])) or "timed_out",
-                "submit_to_bound_s": since(hist["bound"]),
-                "submit_to_running_s": since(hist["running"]),
-                "submit_to_completed_s": since(hist["succeeded"]),
-                "attempts": len(tries),
-                "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
-                "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
-            }
-        )
+    tries = S.attempts(brs, st["name"])
+    for a in tries:
+        if a["failed_at"] is not None:
+            reason = a["reason"] or "(no reason)"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    last = hist["last"] or {}
+    return {
+        "name": st["name"],
+        "kind": st["kind"],
+        "node": (last.get("spec") or {}).get("nodeName"),
+        "phase": (last.get("status") or {}).get("phase"),
+        "outcome": outcome(st, hist, deleted(pods, st["name"])) or "timed_out",
+        "submit_to_bound_s": since(hist["bound"]),
+        "submit_to_running_s": since(hist["running"]),
+        "submit_to_completed_s": since(hist["succeeded"]),
+        "attempts": len(tries),
+        "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
+        "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
+    }
+
+
+def _completion(rows):
     submitted = len(rows)
     completed = sum(1 for r in rows if r["outcome"] == "completed")
+    return {
+        "completed": completed,
+        "of": submitted,
+        "failed": sum(1 for r in rows if r["outcome"] in ("failed", "lost")),
+        "lost": sum(1 for r in rows if r["outcome"] == "lost"),
+        "timed_out": sum(1 for r in rows if r["outcome"] == "timed_out"),
+        "rate": round(completed / float(submitted), 3) if submitted else None,
+    }
+
+
+def _queue_age(rows, window_s):
+    """Submission to bind of the probes; one never bound counts at the full window."""
     bound_waits = [
         r["submit_to_bound_s"] if r["submit_to_bound_s"] is not None else float(window_s)
         for r in rows
     ]
     bound_waits.sort()
+    return {
+        "p50_s": S.percentile(bound_waits, 50),
+        "max_s": round(bound_waits[-1], 3) if bound_waits else None,
+        "count": len(bound_waits),
+        "note": "submission to bind of the probes; one never bound counts at the full window",
+    }
+
+
+def figures(records, states, window_s, timed_out, extra):
+    """What a verification measured. ``records``: the watches (pods, bindrequests); ``states``:
+    the probes with ``submitted_t``; ``extra``: binder restarts, stale objects, capacity,
+    pending work, namespace, timings (measured by the runner)."""
+    pods, brs = records.get("pods") or [], records.get("bindrequests") or []
+    reasons = {}
+    rows = [_probe_row(st, pods, brs, reasons) for st in states]
+    submitted = len(rows)
     out = {
         "probes": submitted,
         "window_s": window_s,
         "timed_out": bool(timed_out),
         "submit_to_bound": S.latency([r["submit_to_bound_s"] for r in rows], submitted),
         "submit_to_running": S.latency([r["submit_to_running_s"] for r in rows], submitted),
-        "completion": {
-            "completed": completed,
-            "of": submitted,
-            "failed": sum(1 for r in rows if r["outcome"] in ("failed", "lost")),
-            "lost": sum(1 for r in rows if r["outcome"] == "lost"),
-            "timed_out": sum(1 for r in rows if r["outcome"] == "timed_out"),
-            "rate": round(completed / float(submitted), 3) if submitted else None,
-        },
+        "completion": _completion(rows),
         "valid_completions": sum(
             1 for r in rows if r["kind"] == "real" and r["outcome"] == "completed"
         ),
         "failed_bindrequests": {"count": sum(reasons.values()), "reasons": reasons},
-        "queue_age": {
-            "p50_s": S.percentile(bound_waits, 50),
-            "max_s": round(bound_waits[-1], 3) if bound_waits else None,
-            "count": len(bound_waits),
-            "note": "submission to bind of the probes; one never bound counts at the full window",
-        },
+        "queue_age": _queue_age(rows, window_s),
         "probe_results": rows,
     }
     out.update(extra or {})

@@ -121,6 +121,39 @@ def replace_body(recorded, current):
     return body
 
 
+def _absent_action(k, after_upgrade):
+    """(action, why) for an object recorded and absent now."""
+    if after_upgrade is not None and k in after_upgrade:
+        return (
+            "not_restored",
+            "deleted in between (it was there right after the upgrade, "
+            "resourceVersion %s): recreate it by hand from the snapshot if that "
+            "deletion is to be undone" % after_upgrade[k],
+        )
+    return "recreate", "recorded before the change, absent now"
+
+
+def _present_action(k, rec, cur, before_rollback, after_upgrade):
+    """(action, why) for an object recorded and present now."""
+    if cur.get("spec") == rec.get("spec"):
+        return "none", "spec as recorded before the change"
+    if after_upgrade is None:
+        return (
+            "replace",
+            "spec differs from the record; no reading after the upgrade, so a "
+            "change in between could not be ruled out",
+        )
+    before, after = (before_rollback or {}).get(k), after_upgrade.get(k)
+    if after is not None and before is not None and before != after:
+        return (
+            "not_restored",
+            "changed in between (resourceVersion %s after the upgrade, %s before "
+            "the rollback; last written by %s): restore it by hand from the snapshot if "
+            "that change is to go" % (after, before, last_writer(cur)),
+        )
+    return "replace", "changed by the upgrade: the recorded spec is put back"
+
+
 def plan(recorded, before_rollback, after_upgrade, now):
     """Actions per object: ``recreate``, ``replace``, ``none``, ``not_restored``, ``left``.
 
@@ -134,57 +167,10 @@ def plan(recorded, before_rollback, after_upgrade, now):
     for k in sorted(rec_by_key):
         rec, cur = rec_by_key[k], now_by_key.get(k)
         if cur is None:
-            if after_upgrade is not None and k in after_upgrade:
-                out.append(
-                    {
-                        "object": k,
-                        "action": "not_restored",
-                        "why": "deleted in between (it was there right after the upgrade, "
-                        "resourceVersion %s): recreate it by hand from the snapshot if that "
-                        "deletion is to be undone" % after_upgrade[k],
-                    }
-                )
-            else:
-                out.append(
-                    {
-                        "object": k,
-                        "action": "recreate",
-                        "why": "recorded before the change, absent now",
-                    }
-                )
-            continue
-        if cur.get("spec") == rec.get("spec"):
-            out.append({"object": k, "action": "none", "why": "spec as recorded before the change"})
-            continue
-        if after_upgrade is None:
-            out.append(
-                {
-                    "object": k,
-                    "action": "replace",
-                    "why": "spec differs from the record; no reading after the upgrade, so a "
-                    "change in between could not be ruled out",
-                }
-            )
-            continue
-        before, after = (before_rollback or {}).get(k), after_upgrade.get(k)
-        if after is not None and before is not None and before != after:
-            out.append(
-                {
-                    "object": k,
-                    "action": "not_restored",
-                    "why": "changed in between (resourceVersion %s after the upgrade, %s before "
-                    "the rollback; last written by %s): restore it by hand from the snapshot if "
-                    "that change is to go" % (after, before, last_writer(cur)),
-                }
-            )
-            continue
-        out.append(
-            {
-                "object": k,
-                "action": "replace",
-                "why": "changed by the upgrade: the recorded spec is put back",
-            }
-        )
+            action, why = _absent_action(k, after_upgrade)
+        else:
+            action, why = _present_action(k, rec, cur, before_rollback, after_upgrade)
+        out.append({"object": k, "action": action, "why": why})
     for k in sorted(set(now_by_key) - set(rec_by_key)):
         out.append(
             {
