@@ -16,6 +16,9 @@ __metaclass__ = type
 
 import re
 
+# meta is Kubernetes', not KAI's: k8s/objects.py has it and kai builds on it.
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import meta
+
 # ------------------------------------------------------------------ API kinds (apiVersion, kind)
 DEPLOYMENT = ("apps/v1", "Deployment")
 KAI_CONFIG = ("kai.scheduler/v1", "Config")
@@ -94,10 +97,6 @@ NODE_LABELS = {
 
 # ------------------------------------------------------------------ marks of our own
 DISPOSABLE_ANNOTATION = "kaiops.dev/disposable"
-
-
-def meta(obj):
-    return (obj or {}).get("metadata") or {}
 
 
 def annotations(obj):
