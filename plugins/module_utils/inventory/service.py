@@ -27,6 +27,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     NIL_MAP_REASON,
     NODE_LABELS,
     SHARED_CM_ANNOTATION,
+    fraction_pods,
     sharing_configmap_pattern,
     sharing_configmap_role,
 )
@@ -43,19 +44,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
 )
 
 LIST_LIMIT = 50  # pods/configmaps listed by name in the result; counts are always complete
-
-
-def fraction_pods(pods):
-    return [p for p in pods if any(a in _annotations(p) for a in FRACTION_ANNOTATIONS)]
-
-
-def device_plugin_config_names(policies):
-    names = []
-    for policy in policies:
-        cfg = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
-        if cfg.get("name"):
-            names.append(cfg["name"])
-    return sorted(set(names))
 
 
 def _selector_matches(selector, labels):

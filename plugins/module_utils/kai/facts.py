@@ -124,3 +124,18 @@ def on_sharing_path(pod):
         or SHARED_CM_ANNOTATION in annotations(pod)
         or GPU_GROUP_LABEL in labels(pod)
     )
+
+
+def fraction_pods(pods):
+    """The pods on the fraction path: a fraction, memory or shared ConfigMap annotation."""
+    return [p for p in pods if any(a in annotations(p) for a in FRACTION_ANNOTATIONS)]
+
+
+def device_plugin_config_names(policies):
+    """The device plugin ConfigMaps the GPU operator's ClusterPolicies name, sorted, once each."""
+    names = []
+    for policy in policies:
+        cfg = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
+        if cfg.get("name"):
+            names.append(cfg["name"])
+    return sorted(set(names))
