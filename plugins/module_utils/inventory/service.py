@@ -38,7 +38,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     labels as _labels,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
-    image_tag,
     in_range,
     parse_range,
 )
@@ -99,7 +98,7 @@ def component(deployment, pods):
             restarts[cs["name"]] = restarts.get(cs["name"], 0) + int(cs.get("restartCount", 0))
     containers = []
     for container in template.get("containers") or []:
-        repository, tag, digest = image_tag(container.get("image"))
+        repository, tag, digest = kai_identify.image_tag(container.get("image"))
         containers.append(
             {
                 "name": container.get("name"),
