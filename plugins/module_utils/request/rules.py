@@ -36,11 +36,11 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer im
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
     DEFAULT_CASES as REPRODUCE_CASES,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import read_waves
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     THRESHOLDS,
     as_number,
     is_release_tag,
+    read_waves,
     type_name,
     unknown_variables,
 )
