@@ -50,7 +50,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client imp
     snapshot_objects,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import failed
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
     option_path,
     the_addition,
 )
