@@ -25,12 +25,13 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import cases as C
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
     FixtureClient,
     Recorder,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
 
 CREATED_BY = "kaiops.dev/created-by"
@@ -201,11 +202,11 @@ class CaseRun(object):
         pods = rec.objects("pods")
         brs = rec.objects("bindrequests")
         for st in states:
-            hist = S.pod_history(pods, st["name"])
+            hist = W.pod_history(pods, st["name"])
             if expect == "reproduces":
                 nil = [
                     a
-                    for a in S.attempts(brs, st["name"])
+                    for a in W.attempts(brs, st["name"])
                     if a["failed_at"] and C.NIL_MAP in (a["reason"] or "")
                 ]
                 if len(nil) < 2 and not hist["bound"]:
@@ -501,7 +502,7 @@ class CaseRun(object):
             if t0 is None:
                 continue
             steps = [{"s": 0.0, "what": "gate lifted (submitted to KAI)"}]
-            for a in S.attempts(final["bindrequests"], st["name"]):
+            for a in W.attempts(final["bindrequests"], st["name"]):
                 initial = a.get("initial") or []
                 steps.append(
                     S.timed_step(
@@ -547,7 +548,7 @@ class CaseRun(object):
                         steps += S.log_steps(
                             text, st["submitted_wall"], "%s log" % source, mentions=st["name"]
                         )
-            hist = S.pod_history(final["pods"], st["name"])
+            hist = W.pod_history(final["pods"], st["name"])
             for key, what in (
                 ("bound", "pod has a node (bound)"),
                 ("running", "container running"),

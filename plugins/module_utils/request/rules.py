@@ -33,7 +33,7 @@ import re
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import finite
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.cases import (
     DEFAULT_CASES as REPRODUCE_CASES,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (

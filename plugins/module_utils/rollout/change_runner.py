@@ -31,14 +31,14 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import parse_time
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
+    FixtureClient,
+    Recorder,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
     RecoveryClient,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client import (
-    FixtureClient,
-    Recorder,
-)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import governance as G
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
