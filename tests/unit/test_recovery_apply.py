@@ -21,16 +21,14 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply imp
     InterventionJournal,
     RecoveryApplier,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
-    RecoveryClient,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_apply,
     run_recovery_facts,
     run_recovery_report,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import plan
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 
 
 class WritingClient:

@@ -35,10 +35,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client impo
     FixtureClient,
     Recorder,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
-    RecoveryClient,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import governance as G
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
@@ -54,6 +50,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request im
     option_path,
     the_addition,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 
 STALE_KINDS = ("stale_reservation_pod", "orphan_configmap", "unbound_group_pod")
 ADDITIONS = (
@@ -252,7 +250,7 @@ class ProbeRun(object):
         )
 
     def scan(self):
-        """The recovery scan (recovery/findings.py): stale objects on the cluster now."""
+        """The recovery scan (scan/findings.py): stale objects on the cluster now."""
         raw = RecoveryClient(self.client).collect(self.p["kai_namespace"], "binder")
         found = find(
             raw,
