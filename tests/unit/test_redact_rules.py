@@ -1,6 +1,7 @@
-"""module_utils/evidence/redact.py: the value rules over YAML cases, markers, lists of args, env,
-ConfigMaps, embedded objects, the false positives issue 15 and issue 16 (item 8) name, and the
-writers that apply the one policy (EvidenceWriter, the report writer)."""
+"""module_utils/evidence/redact.py and the collection's policy over it (bundle/policy.py): the
+value rules over YAML cases, markers, lists of args, env, ConfigMaps, embedded objects, the false
+positives issue 15 and issue 16 (item 8) name, and the writers that apply the one policy
+(EvidenceWriter, the report writer)."""
 
 import json
 import secrets
@@ -9,23 +10,27 @@ import pytest
 import yaml
 from conftest import fixture_path
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
     DEFAULT_POLICY,
-    LAST_APPLIED,
-    RedactionPolicy,
-    has_redaction,
-    is_gpu_sharing_configmap,
-    is_redacted,
-    looks_high_entropy,
-    marker,
     policy_for,
     redact_text,
     redact_values,
     sanitize_object,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    LAST_APPLIED,
+    RedactionPolicy,
+    has_redaction,
+    is_redacted,
+    looks_high_entropy,
+    marker,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    is_gpu_sharing_configmap,
 )
 
 # The fixture spells PEM key markers PRIV@TE so that no file in git looks like a committed key;
@@ -433,7 +438,7 @@ def test_custom_key_pattern_still_judges_values():
 
 def test_evidence_writer_applies_the_policy_to_json_text_and_jsonl(tmp_path):
     secret = fresh_secret()
-    writer = EvidenceWriter(str(tmp_path))
+    writer = EvidenceWriter(str(tmp_path), DEFAULT_POLICY)
     writer.write_json(
         "a.json", {"args": ["--api-token=" + secret], "cm": _cm("plain", {"a": secret})}
     )

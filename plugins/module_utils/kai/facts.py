@@ -126,6 +126,21 @@ def on_sharing_path(pod):
     )
 
 
+def is_gpu_sharing_configmap(obj):
+    """A ConfigMap of KAI's GPU-sharing path: by name, or owned by a pod with its keys. The
+    evidence keeps their values (``bundle/policy.py``); any shape a task returned is read."""
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name = metadata.get("name") or ""
+    if SHARING_CONFIGMAP_NAME.match(name):
+        return True
+    owners = metadata.get("ownerReferences") or []
+    keys = set((obj.get("data") or {}).keys()) if isinstance(obj.get("data"), dict) else set()
+    return any(o.get("kind") == "Pod" for o in owners if isinstance(o, dict)) and bool(
+        keys & set(SHARING_CONFIGMAP_KEYS)
+    )
+
+
 def fraction_pods(pods):
     """The pods on the fraction path: a fraction, memory or shared ConfigMap annotation."""
     return [p for p in pods if any(a in annotations(p) for a in FRACTION_ANNOTATIONS)]

@@ -14,7 +14,7 @@ import datetime
 import os
 import time
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
     evidence_writer,
     write_report,
 )

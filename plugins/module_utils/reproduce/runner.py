@@ -20,6 +20,7 @@ __metaclass__ = type
 import json
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
@@ -60,7 +61,11 @@ class CaseRun(object):
         self.wall = wall
         self.build = params["build"]
         self.case = params["case"]
-        self.writer = EvidenceWriter(params["evidence_dir"]) if params.get("evidence_dir") else None
+        self.writer = (
+            EvidenceWriter(params["evidence_dir"], DEFAULT_POLICY)
+            if params.get("evidence_dir")
+            else None
+        )
         self.folder = "cases/%s/%s%s" % (
             slug(self.build["version"]),
             self.case,
@@ -598,7 +603,7 @@ def run_plan(module):
 def run_report(module):
     from datetime import datetime, timezone
 
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
         write_report,
     )
     from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import report as R

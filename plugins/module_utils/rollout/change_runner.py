@@ -24,6 +24,7 @@ __metaclass__ = type
 import os
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     STATUS_NOT_FOUND,
@@ -175,7 +176,7 @@ class ProbeRun(object):
         self.phase = params["phase"]
         self.namespace = P.namespace_name(params["run_id"], self.phase)
         root = params.get("evidence_dir")
-        self.writer = EvidenceWriter(root) if root else None
+        self.writer = EvidenceWriter(root, DEFAULT_POLICY) if root else None
         self.folder = "verify/%s/%s" % (self.cluster, self.phase)
         self.files = []
         self.notes = []
@@ -575,7 +576,7 @@ def run_rollout_governance(module, client_factory=FixtureClient.from_options):
         summary["regression_evidence"] = "waived: %s" % regression["waiver"]
     evidence = None
     if params.get("evidence_dir"):
-        writer = EvidenceWriter(params["evidence_dir"])
+        writer = EvidenceWriter(params["evidence_dir"], DEFAULT_POLICY)
         evidence = "governance/%s.json" % (record.get("cluster") or "cluster")
         writer.write_json(evidence, summary)
     gate_record = G.governance_gate(summary, params.get("rule"))

@@ -24,11 +24,9 @@ __metaclass__ = type
 import datetime
 import os
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
-    run_facts,
-    write_report,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     gates,
     pipeline,
