@@ -308,6 +308,17 @@ def test_gpu_sharing_configmap_keeps_keys_and_values_but_not_a_secret():
     assert clean["metadata"]["ownerReferences"] == POD_OWNER  # UIDs are not secrets
 
 
+def test_the_generic_policy_keeps_only_the_configmaps_its_caller_names():
+    cm = _cm("trainer-0-abc1234-shared-gpu-0", {"GPU_PORTION": "0.5"}, POD_OWNER)
+    # evidence/redact.py knows no scheduler: without a rule, a GPU-sharing ConfigMap is hashed
+    assert RedactionPolicy().sanitize_object(cm)[0]["data"] == {
+        "GPU_PORTION": marker("0.5", "hashed")
+    }
+    named = RedactionPolicy(evidence_configmap=lambda obj: True)
+    assert named.sanitize_object(cm)[0]["data"] == {"GPU_PORTION": "0.5"}
+    assert DEFAULT_POLICY.sanitize_object(cm)[0]["data"] == {"GPU_PORTION": "0.5"}
+
+
 def test_other_configmaps_keep_keys_and_a_hash_of_each_value():
     secret = fresh_secret()
     cm = _cm("app-config", {"DATABASE_URL": "postgres://app:%s@db" % secret, "LOG_LEVEL": "info"})
