@@ -37,7 +37,8 @@ description:
     Nothing is exported into the environment.
   - Results of C(no_log) tasks are never written. Everything else written (C(run.json), every
     line of C(tasks.jsonl)) passes through the collection's one redaction policy, the one the
-    modules' files pass through (C(plugins/module_utils/evidence/redact.py)) - values of keys
+    modules' files pass through (C(plugins/module_utils/bundle/policy.py), the rules of
+    C(plugins/module_utils/evidence/redact.py)) - values of keys
     that look secret, secrets in any value (secret-looking flags in args and command, URL
     passwords, bearer tokens, JWTs, PEM blocks, long high-entropy strings), env values with
     secret-looking names, Secret C(data) and C(stringData), the last-applied annotation, and
@@ -108,6 +109,9 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.callback import CallbackBase
 from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
+    KaiRedactionPolicy,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     MANIFEST,
     STATUS_FILE,
@@ -116,7 +120,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest 
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
     DEFAULT_SECRET_KEY_PATTERN,
-    RedactionPolicy,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     FILE_MODE,
@@ -347,7 +350,7 @@ class CallbackModule(CallbackBase):
             self._bundle.run["playbooks"].append(_file_entry(path))
             self._bundle.write_run()
             return
-        redactor = RedactionPolicy(self.get_option("redact_pattern"))
+        redactor = KaiRedactionPolicy(self.get_option("redact_pattern"))
         root = _resolve_root(self.get_option("root"))
         try:
             self._bundle = Bundle(root, path, redactor, self.get_option("max_result_bytes"))

@@ -14,7 +14,7 @@ author:
   - kaiops contributors (@kaiops)
 description:
   - Reads the waves (C(kaiops_rollout_waves)) by the rollout's own rule (C(read_waves) of
-    C(plugins/module_utils/rollout/change.py)) - numbers of clusters (1 or more) or percentages.
+    C(plugins/module_utils/vocabulary.py)) - numbers of clusters (1 or more) or percentages.
   - Waves that rule refuses give V([1]) (one cluster at a time) - the request play has refused every
     cluster already (gate C(waves)), so nothing changes in them; Ansible's serial never sees them.
 options:
@@ -38,7 +38,7 @@ _value:
   elements: raw
 """
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (  # noqa: E402
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (  # noqa: E402
     read_waves,
 )
 

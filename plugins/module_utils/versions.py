@@ -81,16 +81,3 @@ def in_range(version_text, range_text):
     if key is None:
         return None
     return all(_OPERATORS[op](key, bound) for op, bound, _clause in clauses)
-
-
-def image_tag(image):
-    """Split an image reference into (repository, tag, digest); tag/digest may be None."""
-    image = image or ""
-    digest = None
-    if "@" in image:
-        image, digest = image.split("@", 1)
-    repository, tag = image, None
-    last = image.rsplit("/", 1)[-1]
-    if ":" in last:
-        repository, tag = image.rsplit(":", 1)
-    return repository, tag, digest

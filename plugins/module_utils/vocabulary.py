@@ -14,6 +14,8 @@ these names, whatever playbook reads it (``inventories/example/`` sets each of t
 - ``THRESHOLDS``: the one table of ``kaiops_thresholds`` names, each with its kind (the rule
   its value follows) and whether the rollout needs it. Values are numbers; numeric text
   (``"300"``, ``" 300 "``, as ``-e`` gives it) is read as the number it says.
+- ``read_waves``: the waves of a change (``kaiops_rollout_waves``) as Ansible's ``serial``, the
+  one rule the rollout, the request check of every playbook and the ``serial`` filter read by.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -150,6 +152,37 @@ RELEASE_TAG = re.compile(
 def is_release_tag(value):
     """True when ``value`` is exactly a release tag, nothing around it."""
     return isinstance(value, str) and RELEASE_TAG.fullmatch(value) is not None
+
+
+# A wave as a percentage of the clusters: 1% to 100%.
+PERCENT = re.compile(r"^\s*(100|[1-9][0-9]?)\s*%\s*$")
+
+
+def read_waves(value):
+    """(serial list, problem or None): one cluster at a time by default."""
+    if value in (None, "", []):
+        return [1], None
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, bool):
+            return None, "wave %r is neither a number of clusters nor a percentage" % (item,)
+        if isinstance(item, int) and item >= 1:
+            out.append(item)
+        elif (
+            isinstance(item, str)
+            and item.strip().isascii()
+            and item.strip().isdigit()
+            and int(item) >= 1
+        ):
+            out.append(int(item))
+        elif isinstance(item, str) and PERCENT.match(item):
+            out.append(item.replace(" ", ""))
+        else:
+            return None, "wave %r is neither a number of clusters (1 or more) nor a percentage" % (
+                item,
+            )
+    return out, None
 
 
 def threshold_rule(name):

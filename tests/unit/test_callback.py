@@ -12,13 +12,14 @@ import pytest
 from conftest import REPO
 
 from ansible_collections.kaiops.runbooks.plugins.callback import evidence
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
+    DEFAULT_POLICY,
+    Redactor,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     verify_manifest,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
-    Redactor,
-    marker,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import marker
 from ansible_collections.kaiops.runbooks.plugins.plugin_utils import run_context
 
 ENV_EVIDENCE_DIR = "KAIOPS_EVIDENCE_DIR"  # the variable of old: never set any more
@@ -81,7 +82,7 @@ def test_every_file_of_a_bundle_has_one_mode_whatever_the_umask(tmp_path):
     try:
         bundle = make_bundle(tmp_path)
         bundle.append({"event": "ok", "host": "h"})
-        writer = EvidenceWriter(bundle.path)
+        writer = EvidenceWriter(bundle.path, DEFAULT_POLICY)
         writer.write_json("verify/lab/figures.json", {"p50": 1})
         writer.write_text("report.md", "# report\n")
         InterventionJournal(writer).append({"event": "recorded", "id": "a:b"})

@@ -1,4 +1,4 @@
-"""Unit tests for plugins/module_utils/gpu_access/cost.py (utilisation and cost)."""
+"""Unit tests for plugins/module_utils/cost.py (utilisation and cost)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 try:
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
+    from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 except ImportError:  # collection path not set up: load the file itself (stdlib only)
-    _path = Path(__file__).resolve().parents[2] / "plugins/module_utils/gpu_access/cost.py"
+    _path = Path(__file__).resolve().parents[2] / "plugins/module_utils/cost.py"
     _spec = importlib.util.spec_from_file_location("kaiops_cost", _path)
     cost = importlib.util.module_from_spec(_spec)
     sys.modules["kaiops_cost"] = cost

@@ -1,4 +1,4 @@
-"""module_utils/gpu_access/cost.py fed recorded lab windows (not a made-up scenario).
+"""module_utils/cost.py fed recorded lab windows (not a made-up scenario).
 
 1. The window of a gpu_access run on the lab (molecule converge, bundle
    evidence/20261201T111711Z-converge-bda14784, KAI stand-in v0.16.14, fake GPUs): the pool is
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
+from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 
 D = Decimal
 DEV_A = "kaiops-node/GPU-22957e35-0849-dd1c-3720-1f6121f7b48b"

@@ -11,6 +11,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest 
     build_manifest,
     verify_manifest,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import RedactionPolicy
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
     resolve_evidence_dir,
@@ -50,7 +51,7 @@ def test_resolve_evidence_dir_rejects_missing_folder(tmp_path):
 
 
 def test_writer_never_replaces_a_file(tmp_path):
-    writer = EvidenceWriter(str(tmp_path))
+    writer = EvidenceWriter(str(tmp_path), RedactionPolicy())
     writer.write_text("a/b.txt", "one")
     with pytest.raises(KaiopsError, match="already exists and is never replaced"):
         writer.write_text("a/b.txt", "two")
@@ -61,18 +62,18 @@ def test_writer_never_replaces_a_file(tmp_path):
 @pytest.mark.parametrize("bad", ["../escape.txt", "a/../../x", "", "/", "a/.git/x", "a b.txt"])
 def test_writer_refuses_paths_outside_or_unsafe(tmp_path, bad):
     with pytest.raises(KaiopsError, match="Failed to write evidence file"):
-        EvidenceWriter(str(tmp_path / "root")).write_text(bad, "x")
+        EvidenceWriter(str(tmp_path / "root"), RedactionPolicy()).write_text(bad, "x")
 
 
 def test_writer_unique_dir_suffixes_taken_names(tmp_path):
-    writer = EvidenceWriter(str(tmp_path))
+    writer = EvidenceWriter(str(tmp_path), RedactionPolicy())
     assert writer.unique_dir("snapshots/x") == "snapshots/x"
     assert writer.unique_dir("snapshots/x") == "snapshots/x-2"
     assert writer.unique_dir("snapshots/x") == "snapshots/x-3"
 
 
 def test_manifest_verifies_with_sha256sum(tmp_path):
-    writer = EvidenceWriter(str(tmp_path))
+    writer = EvidenceWriter(str(tmp_path), RedactionPolicy())
     writer.write_json("run.json", {"a": 1})
     writer.write_text("snapshots/s/01-configmap/ns/c.json", "{}\n")
     (tmp_path / ".kaiops-tmp-partial").write_text("half")  # a module mid-write is skipped

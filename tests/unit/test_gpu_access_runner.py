@@ -12,10 +12,10 @@ from test_gpu_access import DECLARED, lab_node, make_pod, probe_line
 from test_gpu_access_plan import LAB, NEEDS, OPTIONS
 from test_modules import compare, documented_options, load, run_main
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
     no_evidence_warning,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import runner
 
 NOW = "2026-11-30T07:54:30.000000Z"

@@ -195,3 +195,21 @@ def test_wait_gives_up_at_the_bound_with_the_reasons():
         sleep=lambda s: now.__setitem__(0, now[0] + s),
     )
     assert not ok and took == 12.0 and "binder runs v1" in reasons
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        (
+            "ghcr.io/kai-scheduler/kai-scheduler/binder:v0.16.13",
+            ("ghcr.io/kai-scheduler/kai-scheduler/binder", "v0.16.13", None),
+        ),
+        ("localhost:5000/binder:v1", ("localhost:5000/binder", "v1", None)),
+        ("localhost:5000/binder", ("localhost:5000/binder", None, None)),
+        ("binder@sha256:abc", ("binder", None, "sha256:abc")),
+        ("binder:v1@sha256:abc", ("binder", "v1", "sha256:abc")),
+        (None, ("", None, None)),
+    ],
+)
+def test_image_tag_splits_reference(image, expected):
+    assert I.image_tag(image) == expected

@@ -13,10 +13,14 @@ import pytest
 from fakeapi import FakeClient
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
-    RecoveryClient,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import (
+    derive_window,
+    observe,
+    plan,
+    start_latencies,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import (
     NIL_MAP,
     NOT_SERVED,
     OTHER_BIND_ERROR,
@@ -24,12 +28,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings 
     UNDETERMINED,
     UNRELATED,
     find,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import (
-    derive_window,
-    observe,
-    plan,
-    start_latencies,
 )
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0, tzinfo=datetime.timezone.utc)

@@ -11,6 +11,7 @@ import pytest
 from conftest import ExitJson
 from test_recovery import CLUSTER, NOW, SERVED, cluster_client
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
@@ -21,16 +22,14 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply imp
     InterventionJournal,
     RecoveryApplier,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
-    RecoveryClient,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_apply,
     run_recovery_facts,
     run_recovery_report,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import plan
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 
 
 class WritingClient:
@@ -114,7 +113,7 @@ def test_applier_records_every_object_before_it_is_changed(tmp_path):
     findings, binder = findings_and_binder()
     client = WritingClient(str(tmp_path))
     planned, _idle = plan(findings, ALL_STEPS, binder=binder)
-    journal = InterventionJournal(EvidenceWriter(str(tmp_path)))
+    journal = InterventionJournal(EvidenceWriter(str(tmp_path), DEFAULT_POLICY))
     done = RecoveryApplier(client, journal, "c1", "task X").apply(planned)
     assert [w[:4] for w in client.writes] == [
         ("delete", "BindRequest", "team-a", "train-0-br"),
@@ -140,7 +139,9 @@ def test_applier_refuses_a_write_that_was_not_recorded(tmp_path):
     findings, _binder = findings_and_binder()
     client = WritingClient(str(tmp_path))
     planned, _idle = plan(findings, ["delete_orphan_configmaps"])
-    applier = RecoveryApplier(client, InterventionJournal(EvidenceWriter(str(tmp_path))), "c1", "t")
+    applier = RecoveryApplier(
+        client, InterventionJournal(EvidenceWriter(str(tmp_path), DEFAULT_POLICY)), "c1", "t"
+    )
     with pytest.raises(KaiopsError, match="was not recorded in interventions.jsonl first"):
         applier._write("c1:001", planned[0], {}, "12")
     assert client.writes == []
@@ -158,7 +159,7 @@ def test_applier_conflict_is_recorded_not_retried(tmp_path):
     client = WritingClient(str(tmp_path), conflict={"train-0-shared-0"})
     planned, _idle = plan(findings, ["delete_orphan_configmaps"])
     done = RecoveryApplier(
-        client, InterventionJournal(EvidenceWriter(str(tmp_path))), "c1", "t"
+        client, InterventionJournal(EvidenceWriter(str(tmp_path), DEFAULT_POLICY)), "c1", "t"
     ).apply(planned)
     assert done[0]["outcome"] == "conflict"
     assert [line["event"] for line in journal_lines(str(tmp_path))] == ["recorded", "conflict"]
@@ -172,7 +173,7 @@ def test_applier_skips_an_object_gone_or_replaced(tmp_path):
             obj["metadata"]["uid"] = "uid-new"
     planned, _idle = plan(findings, ["delete_orphan_configmaps"])
     done = RecoveryApplier(
-        client, InterventionJournal(EvidenceWriter(str(tmp_path))), "c1", "t"
+        client, InterventionJournal(EvidenceWriter(str(tmp_path), DEFAULT_POLICY)), "c1", "t"
     ).apply(planned)
     assert done[0]["outcome"] == "skipped" and "new UID" in done[0]["reason"]
     assert client.writes == []

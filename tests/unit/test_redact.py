@@ -1,15 +1,17 @@
-"""module_utils/evidence/redact.py: object rules and key rules (the value rules and the rest of
-the policy: test_redact_rules.py)."""
+"""module_utils/evidence/redact.py through the collection's policy (bundle/policy.py): object
+rules and key rules (the value rules and the rest of the policy: test_redact_rules.py)."""
 
 import pytest
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
-    LAST_APPLIED,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
     Redactor,
-    is_redacted,
-    marker,
     redact_values,
     sanitize_object,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    LAST_APPLIED,
+    is_redacted,
+    marker,
 )
 
 

@@ -1,6 +1,7 @@
-"""module_utils/evidence/redact.py: the value rules over YAML cases, markers, lists of args, env,
-ConfigMaps, embedded objects, the false positives issue 15 and issue 16 (item 8) name, and the
-writers that apply the one policy (EvidenceWriter, the report writer)."""
+"""module_utils/evidence/redact.py and the collection's policy over it (bundle/policy.py): the
+value rules over YAML cases, markers, lists of args, env, ConfigMaps, embedded objects, the false
+positives issue 15 and issue 16 (item 8) name, and the writers that apply the one policy
+(EvidenceWriter, the report writer)."""
 
 import json
 import secrets
@@ -9,23 +10,27 @@ import pytest
 import yaml
 from conftest import fixture_path
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
     DEFAULT_POLICY,
-    LAST_APPLIED,
-    RedactionPolicy,
-    has_redaction,
-    is_gpu_sharing_configmap,
-    is_redacted,
-    looks_high_entropy,
-    marker,
     policy_for,
     redact_text,
     redact_values,
     sanitize_object,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
+    LAST_APPLIED,
+    RedactionPolicy,
+    has_redaction,
+    is_redacted,
+    looks_high_entropy,
+    marker,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    is_gpu_sharing_configmap,
 )
 
 # The fixture spells PEM key markers PRIV@TE so that no file in git looks like a committed key;
@@ -303,6 +308,17 @@ def test_gpu_sharing_configmap_keeps_keys_and_values_but_not_a_secret():
     assert clean["metadata"]["ownerReferences"] == POD_OWNER  # UIDs are not secrets
 
 
+def test_the_generic_policy_keeps_only_the_configmaps_its_caller_names():
+    cm = _cm("trainer-0-abc1234-shared-gpu-0", {"GPU_PORTION": "0.5"}, POD_OWNER)
+    # evidence/redact.py knows no scheduler: without a rule, a GPU-sharing ConfigMap is hashed
+    assert RedactionPolicy().sanitize_object(cm)[0]["data"] == {
+        "GPU_PORTION": marker("0.5", "hashed")
+    }
+    named = RedactionPolicy(evidence_configmap=lambda obj: True)
+    assert named.sanitize_object(cm)[0]["data"] == {"GPU_PORTION": "0.5"}
+    assert DEFAULT_POLICY.sanitize_object(cm)[0]["data"] == {"GPU_PORTION": "0.5"}
+
+
 def test_other_configmaps_keep_keys_and_a_hash_of_each_value():
     secret = fresh_secret()
     cm = _cm("app-config", {"DATABASE_URL": "postgres://app:%s@db" % secret, "LOG_LEVEL": "info"})
@@ -433,7 +449,7 @@ def test_custom_key_pattern_still_judges_values():
 
 def test_evidence_writer_applies_the_policy_to_json_text_and_jsonl(tmp_path):
     secret = fresh_secret()
-    writer = EvidenceWriter(str(tmp_path))
+    writer = EvidenceWriter(str(tmp_path), DEFAULT_POLICY)
     writer.write_json(
         "a.json", {"args": ["--api-token=" + secret], "cm": _cm("plain", {"a": secret})}
     )

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import report as R
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
@@ -138,7 +139,7 @@ def test_attempts_keep_every_bindrequest_even_deleted_ones():
         rec(2.01, "ADDED", br("b", "p")),
         rec(2.1, "MODIFIED", br("b", "p", "Failed", NIL)),
     ]
-    tries = S.attempts(records, "p")
+    tries = W.attempts(records, "p")
     assert [t["uid"] for t in tries] == ["a", "b"]
     assert tries[0]["deleted_at"] == 2.0 and tries[1]["deleted_at"] is None
     assert {t["cause"] for t in tries} == {"nil_map_panic"}
@@ -154,7 +155,7 @@ def test_attempts_keep_every_bindrequest_even_deleted_ones():
     ],
 )
 def test_failures_classified_by_cause(reason, cause):
-    assert S.classify(reason) == cause
+    assert W.classify(reason) == cause
 
 
 def observation(records, name="p", submitted=0.5, cm=None):
@@ -223,7 +224,7 @@ def test_binds_expectation_needs_node_keys_and_no_restart():
 
 
 def test_latency_keeps_missing_attempts_in_the_denominator():
-    got = S.latency([0.2, None, 0.4, None], 4)
+    got = W.latency([0.2, None, 0.4, None], 4)
     assert got["count"] == 2 and got["of"] == 4 and got["missing"] == 2 and got["p50_s"] == 0.2
 
 
@@ -440,7 +441,7 @@ def test_a_record_before_the_submission_stamp_is_not_timed():
     obs = observation(records, submitted=0.5)
     assert obs["submit_to_bound_s"] is None and obs["bound_before_window"] is False
     assert obs["timing_notes"][0] == "bound: seen 0.100 s before the submission stamp; not timed"
-    assert S.latency([obs["submit_to_bound_s"]], 1)["count"] == 0
+    assert W.latency([obs["submit_to_bound_s"]], 1)["count"] == 0
 
 
 class TickingClock:

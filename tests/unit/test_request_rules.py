@@ -15,11 +15,11 @@ from ansible_collections.kaiops.runbooks.plugins.filter.serial import serial
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import canonical_json
 from ansible_collections.kaiops.runbooks.plugins.module_utils.request import report, rules
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates, request
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import read_waves
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     VARIABLES,
     as_number,
     is_release_tag,
+    read_waves,
 )
 
 NAN, INF = float("nan"), float("inf")

@@ -1,6 +1,7 @@
-"""The change window's pure layers: rollout/change.py (policy, waves, chart, earlier runs,
-decision), rollout/acceptance.py (verification gates), rollout/probes.py (figures from watches),
-rollout/restore.py, rollout/governance.py, and the pipeline's and report's change-window parts."""
+"""The change window's pure layers: rollout/change.py (policy, chart, earlier runs, decision),
+vocabulary.py's waves, rollout/acceptance.py (verification gates), rollout/probes.py (figures
+from watches), rollout/restore.py, rollout/governance.py, and the pipeline's and report's
+change-window parts."""
 
 import pytest
 from conftest import THRESHOLDS
@@ -13,6 +14,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pro
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import report as R
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import restore as RS
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import read_waves
 
 # ---------------------------------------------------------------- policy, waves, chart
 
@@ -62,7 +64,7 @@ def test_policy_text_names_the_decision_and_approver():
     ],
 )
 def test_read_waves(value, waves, problem):
-    read, found = C.read_waves(value)
+    read, found = read_waves(value)
     assert (found is not None) == problem
     assert read == waves
 

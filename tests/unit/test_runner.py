@@ -5,12 +5,12 @@ import json
 import pytest
 from conftest import AFFECTED_RANGE, ExitJson
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
+    no_evidence_warning,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     verify_manifest,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
-    no_evidence_warning,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import (
     run_inventory_facts,

@@ -5,6 +5,7 @@ import json
 import pytest
 from fakeapi import FakeClient
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
@@ -103,7 +104,7 @@ def test_capture_propagates_client_errors():
 def test_file_writes_one_file_per_object_and_an_index(tmp_path, fake_client):
     service = SnapshotService(fake_client("kai-sharing"))
     captured = service.capture([{"kind": "ConfigMap", "namespace": "team-a"}, {"kind": "Node"}])
-    writer = EvidenceWriter(str(tmp_path))
+    writer = EvidenceWriter(str(tmp_path), DEFAULT_POLICY)
     root, folder, files = file_objects(None, "before change", captured, writer=writer)
     assert root == str(tmp_path)
     assert folder == "snapshots/before_change"

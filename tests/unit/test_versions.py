@@ -6,7 +6,6 @@ from conftest import AFFECTED_RANGE, RELEASES, fixture_path
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
-    image_tag,
     in_range,
     parse_range,
     parse_version,
@@ -68,21 +67,3 @@ def test_parse_range_rejects_malformed(spec):
 def test_parse_range_names_the_bad_clause():
     with pytest.raises(KaiopsError, match="clause '<0.16.x'"):
         parse_range(">=0.16.9,<0.16.x")
-
-
-@pytest.mark.parametrize(
-    ("image", "expected"),
-    [
-        (
-            "ghcr.io/kai-scheduler/kai-scheduler/binder:v0.16.13",
-            ("ghcr.io/kai-scheduler/kai-scheduler/binder", "v0.16.13", None),
-        ),
-        ("localhost:5000/binder:v1", ("localhost:5000/binder", "v1", None)),
-        ("localhost:5000/binder", ("localhost:5000/binder", None, None)),
-        ("binder@sha256:abc", ("binder", None, "sha256:abc")),
-        ("binder:v1@sha256:abc", ("binder", "v1", "sha256:abc")),
-        (None, ("", None, None)),
-    ],
-)
-def test_image_tag_splits_reference(image, expected):
-    assert image_tag(image) == expected

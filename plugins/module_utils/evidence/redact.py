@@ -12,11 +12,11 @@ The policy judges keys *and* values:
 
 - **Objects** (``OBJECT_RULES``, applied to anything shaped like a Kubernetes object, at any
   depth): Secret ``data``/``stringData``, Helm v2 release data, TokenRequest tokens, the
-  last-applied annotation and ``managedFields`` are removed; ConfigMaps that are not GPU-sharing
-  ConfigMaps keep their keys, each value replaced by its hash (unless ``configmap_values``);
-  GPU-sharing ConfigMaps (``*-shared-gpu-<n>``, ``-i<n>``, their ``-evar``, or owned by a pod
-  and holding ``NVIDIA_VISIBLE_DEVICES``/``GPU_PORTION``) keep keys and values: they are the
-  evidence.
+  last-applied annotation and ``managedFields`` are removed; ConfigMaps keep their keys, each
+  value replaced by its hash (unless ``configmap_values``), except those the caller's
+  ``evidence_configmap`` names: they keep keys and values, they are the evidence. This layer
+  knows no scheduler: the collection's policy (``bundle/policy.py``) names KAI's GPU-sharing
+  ConfigMaps (``kai/facts.py``).
 - **Keys**: the value of a key whose name looks secret (``key_pattern``) is replaced, unless the
   name says it holds a reference (``REFERENCE_NAME``: ``secretName``, ``token_file``,
   ``--queue-label-key``; and a mapping key spelt ``key``, as in tolerations, selectors and
@@ -45,8 +45,6 @@ import hashlib
 import json
 import math
 import re
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 
 # Key names whose values never reach evidence: tokens, passwords, secrets, keys, credentials.
 DEFAULT_SECRET_KEY_PATTERN = (
@@ -313,18 +311,6 @@ def object_kind(obj):
     return None
 
 
-def is_gpu_sharing_configmap(obj):
-    """A ConfigMap of KAI's GPU-sharing path: by name, or owned by a pod with its keys."""
-    name = _meta(obj).get("name") or ""
-    if facts.SHARING_CONFIGMAP_NAME.match(name):
-        return True
-    owners = _meta(obj).get("ownerReferences") or []
-    keys = set((obj.get("data") or {}).keys()) if isinstance(obj.get("data"), dict) else set()
-    return any(o.get("kind") == "Pod" for o in owners if isinstance(o, dict)) and bool(
-        keys & set(facts.SHARING_CONFIGMAP_KEYS)
-    )
-
-
 def _drop(obj, path):
     """Remove obj[path...]; return True when something was removed."""
     parent = obj
@@ -351,6 +337,10 @@ def _pod_specs(obj):
     return found
 
 
+def _no_configmap(obj):
+    return False
+
+
 def _containers(obj):
     for pod_spec in _pod_specs(obj):
         for group in ("initContainers", "containers", "ephemeralContainers"):
@@ -363,13 +353,17 @@ class RedactionPolicy(object):
     """The one policy: objects, keys, argument lists and text. See the module docstring.
 
     ``key_pattern``: regular expression searched in key, flag and env names (the callback's
-    ``redact_pattern`` option); ``configmap_values``: keep the values of ConfigMaps that are
-    not GPU-sharing ConfigMaps (kai_snapshot's opt-in).
+    ``redact_pattern`` option); ``configmap_values``: keep the values of every ConfigMap
+    (kai_snapshot's opt-in); ``evidence_configmap``: ``predicate(obj)``, true for a ConfigMap
+    whose values are the evidence and are always kept (none without one).
     """
 
-    def __init__(self, key_pattern=DEFAULT_SECRET_KEY_PATTERN, configmap_values=False):
+    def __init__(
+        self, key_pattern=DEFAULT_SECRET_KEY_PATTERN, configmap_values=False, evidence_configmap=None
+    ):
         self._pattern = re.compile(key_pattern or DEFAULT_SECRET_KEY_PATTERN)
         self.configmap_values = bool(configmap_values)
+        self.evidence_configmap = evidence_configmap or _no_configmap
         self.text_rules = TextRules(self.name_is_secret)
 
     # ----------------------------------------------------------------- names
@@ -594,7 +588,7 @@ def _plain_configmap(policy, obj, kind):
         kind == "ConfigMap"
         and not policy.configmap_values
         and not _helm_v2(policy, obj, kind)
-        and not is_gpu_sharing_configmap(obj)
+        and not policy.evidence_configmap(obj)
     )
 
 
@@ -613,32 +607,3 @@ OBJECT_RULES = (
     ("secret-env", _always, RedactionPolicy._secret_env),
     ("secret-args", _always, RedactionPolicy._secret_args),
 )
-
-DEFAULT_POLICY = RedactionPolicy()
-
-
-def policy_for(params):
-    """The policy for a module's params: the default, with kai_snapshot's configmap_values."""
-    if params and params.get("configmap_values"):
-        return RedactionPolicy(configmap_values=True)
-    return DEFAULT_POLICY
-
-
-def sanitize_object(obj, policy=None):
-    """Return (redacted copy of obj, list of what was removed or replaced)."""
-    return (policy or DEFAULT_POLICY).sanitize_object(obj)
-
-
-def redact_values(value, pattern=DEFAULT_SECRET_KEY_PATTERN):
-    """Any structure through a policy with this key pattern."""
-    if pattern == DEFAULT_SECRET_KEY_PATTERN:
-        return DEFAULT_POLICY.redact(value)
-    return RedactionPolicy(pattern).redact(value)
-
-
-def redact_text(text, policy=None):
-    return (policy or DEFAULT_POLICY).redact_text(text)
-
-
-# The callback's name for the policy.
-Redactor = RedactionPolicy

@@ -8,12 +8,12 @@
   (plugins/plugin_utils/run_context.py); there is no environment variable.
 - ``EvidenceWriter``: writes files inside that folder only, atomically (temp file + link), and
   never replaces an existing file. ``write_json`` and ``write_text`` pass what they write
-  through the redaction policy (``evidence/redact.py``), so no module writes a secret, whatever
-  it hands over: data as a structure, ``.jsonl`` text line by line as structures, other text by
-  the value rules. ``write_bytes`` writes as given: its callers pass data that went through the
-  policy.
+  through the redaction policy it is given (``evidence/redact.py``; the collection's is
+  ``bundle/policy.py``), so no module writes a secret, whatever it hands over: data as a
+  structure, ``.jsonl`` text line by line as structures, other text by the value rules.
+  ``write_bytes`` writes as given: its callers pass data that went through the policy.
 
-The manifest lives in ``evidence/manifest.py``, the report writer in ``evidence/report.py``.
+The manifest lives in ``evidence/manifest.py``, the report writer in ``bundle/report.py``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,9 +29,6 @@ import tempfile
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
-    DEFAULT_POLICY,
 )
 
 TEMP_PREFIX = ".kaiops-tmp-"
@@ -83,13 +80,14 @@ def canonical_json(data):
 class EvidenceWriter(object):
     """Writes files under ``root``; every path is relative and stays inside it.
 
-    ``policy``: the redaction policy applied by write_json/write_text (the default one, or
-    kai_snapshot's with ConfigMap values kept when the user opted in).
+    ``policy``: the redaction policy applied by write_json/write_text (``bundle/policy.py``'s
+    default, or kai_snapshot's with ConfigMap values kept when the user opted in). There is no
+    default here: which ConfigMaps are evidence is the caller's to say.
     """
 
-    def __init__(self, root, policy=None):
+    def __init__(self, root, policy):
         self.root = os.path.realpath(root)
-        self.policy = policy or DEFAULT_POLICY
+        self.policy = policy
         self.written = []
 
     def _target(self, relpath):

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
+from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import (
     attach,
     pod_record,

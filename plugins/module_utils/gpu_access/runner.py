@@ -21,7 +21,7 @@ __metaclass__ = type
 import datetime
 import time
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.client import (
     GpuAccessClient,
 )

@@ -15,7 +15,7 @@ Observations (what was seen, e.g. "no GPU present", the isolation in place) are 
 verdicts in the report. An *outsider* is a workload outside the policy (the ``OUTSIDERS`` cases);
 ``outsider_devices`` lists every way one obtained a device through the tested path, and the
 summary fails the run when any did. ``cost_section`` puts the run's window through
-``gpu_access/cost.py``.
+``cost.py``.
 
 The context a rule reads: ``skipped`` and ``not_selected``; ``fraction``; ``nodes`` (those the
 probes ran on); ``plan`` (``plan.build_plan``: enforcement, candidate nodes, contention figures,
@@ -31,11 +31,11 @@ __metaclass__ = type
 import json
 from decimal import Decimal, InvalidOperation
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import (
     MEMORY_LIMIT_ENV,
     SHARING_ENV,

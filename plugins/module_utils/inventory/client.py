@@ -6,17 +6,14 @@
 About ten LIST/GET requests whatever the cluster size, plus one ConfigMap LIST per namespace
 that holds GPU-sharing pods. A 403 or a missing API on an optional section is recorded in
 ``access`` and the rest carries on; failing to read the server version (unreachable, 401, 403)
-raises, since nothing else can be trusted then. The decisions are in ``inventory/service.py``.
+raises, since nothing else can be trusted then. The decisions are in ``inventory/service.py``;
+which pods and ConfigMaps to read is KAI's (``kai/facts.py``): a client never asks its service.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.service import (
-    device_plugin_config_names,
-    fraction_pods,
-)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 
@@ -68,7 +65,7 @@ class InventoryClient(object):
             access, "cluster_policies", lambda: client.list(*facts.CLUSTER_POLICY)
         )
         raw["device_plugin_configmaps"] = []
-        for name in device_plugin_config_names(raw["cluster_policies"] or []):
+        for name in facts.device_plugin_config_names(raw["cluster_policies"] or []):
             found = self._optional(
                 access,
                 "device_plugin_config",
@@ -78,7 +75,8 @@ class InventoryClient(object):
             )
             raw["device_plugin_configmaps"].extend(found or [])
         raw["sharing_configmaps"] = {}
-        for ns in sorted({p["metadata"]["namespace"] for p in fraction_pods(raw["pods"] or [])}):
+        fraction = facts.fraction_pods(raw["pods"] or [])
+        for ns in sorted({p["metadata"]["namespace"] for p in fraction}):
             found = self._optional(
                 access, "sharing_configmaps", lambda ns=ns: client.list("v1", "ConfigMap", ns)
             )

@@ -14,8 +14,8 @@ __metaclass__ = type
 import datetime
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.client import (
     InventoryClient,
 )

@@ -27,6 +27,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     NIL_MAP_REASON,
     NODE_LABELS,
     SHARED_CM_ANNOTATION,
+    fraction_pods,
     sharing_configmap_pattern,
     sharing_configmap_role,
 )
@@ -37,25 +38,11 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     labels as _labels,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import (
-    image_tag,
     in_range,
     parse_range,
 )
 
 LIST_LIMIT = 50  # pods/configmaps listed by name in the result; counts are always complete
-
-
-def fraction_pods(pods):
-    return [p for p in pods if any(a in _annotations(p) for a in FRACTION_ANNOTATIONS)]
-
-
-def device_plugin_config_names(policies):
-    names = []
-    for policy in policies:
-        cfg = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
-        if cfg.get("name"):
-            names.append(cfg["name"])
-    return sorted(set(names))
 
 
 def _selector_matches(selector, labels):
@@ -111,7 +98,7 @@ def component(deployment, pods):
             restarts[cs["name"]] = restarts.get(cs["name"], 0) + int(cs.get("restartCount", 0))
     containers = []
     for container in template.get("containers") or []:
-        repository, tag, digest = image_tag(container.get("image"))
+        repository, tag, digest = kai_identify.image_tag(container.get("image"))
         containers.append(
             {
                 "name": container.get("name"),

@@ -9,7 +9,10 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import meta
+
+def meta(obj):
+    """An object's metadata, {} when it has none."""
+    return (obj or {}).get("metadata") or {}
 
 
 def parse_time(text):

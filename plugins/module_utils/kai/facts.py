@@ -16,6 +16,9 @@ __metaclass__ = type
 
 import re
 
+# meta is Kubernetes', not KAI's: k8s/objects.py has it and kai builds on it.
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import meta
+
 # ------------------------------------------------------------------ API kinds (apiVersion, kind)
 DEPLOYMENT = ("apps/v1", "Deployment")
 KAI_CONFIG = ("kai.scheduler/v1", "Config")
@@ -96,10 +99,6 @@ NODE_LABELS = {
 DISPOSABLE_ANNOTATION = "kaiops.dev/disposable"
 
 
-def meta(obj):
-    return (obj or {}).get("metadata") or {}
-
-
 def annotations(obj):
     return meta(obj).get("annotations") or {}
 
@@ -125,3 +124,33 @@ def on_sharing_path(pod):
         or SHARED_CM_ANNOTATION in annotations(pod)
         or GPU_GROUP_LABEL in labels(pod)
     )
+
+
+def is_gpu_sharing_configmap(obj):
+    """A ConfigMap of KAI's GPU-sharing path: by name, or owned by a pod with its keys. The
+    evidence keeps their values (``bundle/policy.py``); any shape a task returned is read."""
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name = metadata.get("name") or ""
+    if SHARING_CONFIGMAP_NAME.match(name):
+        return True
+    owners = metadata.get("ownerReferences") or []
+    keys = set((obj.get("data") or {}).keys()) if isinstance(obj.get("data"), dict) else set()
+    return any(o.get("kind") == "Pod" for o in owners if isinstance(o, dict)) and bool(
+        keys & set(SHARING_CONFIGMAP_KEYS)
+    )
+
+
+def fraction_pods(pods):
+    """The pods on the fraction path: a fraction, memory or shared ConfigMap annotation."""
+    return [p for p in pods if any(a in annotations(p) for a in FRACTION_ANNOTATIONS)]
+
+
+def device_plugin_config_names(policies):
+    """The device plugin ConfigMaps the GPU operator's ClusterPolicies name, sorted, once each."""
+    names = []
+    for policy in policies:
+        cfg = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
+        if cfg.get("name"):
+            names.append(cfg["name"])
+    return sorted(set(names))

@@ -26,7 +26,6 @@ __metaclass__ = type
 import time
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
-from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import image_tag
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 # The conditions KAI's operator reports on kai-config (contract section 14).
@@ -35,8 +34,18 @@ CONFIG_CONDITIONS = ("Reconciling", "Deployed", "Available", "DependenciesFulfil
 HELM_KEYS = ("release", "revision", "status", "chart", "app_version", "changed_by_this_run")
 
 
-def tag_of(image):
-    return image_tag(image)[1]
+def image_tag(image):
+    """Split an image reference into (repository, tag, digest); tag/digest may be None. The one
+    reading of an image reference: the inventory's containers and the identity's versions."""
+    image = image or ""
+    digest = None
+    if "@" in image:
+        image, digest = image.split("@", 1)
+    repository, tag = image, None
+    last = image.rsplit("/", 1)[-1]
+    if ":" in last:
+        repository, tag = image.rsplit(":", 1)
+    return repository, tag, digest
 
 
 def release_version(app_version):
@@ -67,7 +76,7 @@ def deployment_state(dep):
     return {
         "name": meta.get("name"),
         "images": [c.get("image") for c in containers],
-        "tag": tag_of(containers[0].get("image")) if containers else None,
+        "tag": image_tag(containers[0].get("image"))[1] if containers else None,
         "ready": "%s/%s" % (status.get("readyReplicas", 0), replicas),
         "rolled_out": status.get("observedGeneration", 0) >= meta.get("generation", 0)
         and status.get("updatedReplicas", 0) == replicas

@@ -28,14 +28,14 @@ import hashlib
 import json
 import os
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
+    DEFAULT_POLICY,
+    sanitize_object,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     STATUS_NOT_FOUND,
     KaiopsError,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
-    DEFAULT_POLICY,
-    sanitize_object,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     FILE_MODE,

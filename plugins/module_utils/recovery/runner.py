@@ -14,7 +14,7 @@ import datetime
 import os
 import time
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
     evidence_writer,
     write_report,
 )
@@ -28,10 +28,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply imp
     InterventionJournal,
     RecoveryApplier,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
-    RecoveryClient,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report import (
     build,
     render_markdown,
@@ -43,6 +39,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service i
     plan,
     start_latencies,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 
 
 def _utc_now():

@@ -9,7 +9,7 @@
 - ``observe``: after interventions, per finding recovered / not recovered / not applicable,
   with the timestamps read from the objects' conditions.
 
-What is found is decided in ``recovery/findings.py``; the interventions are applied, each
+What is found is decided in ``scan/findings.py``; the interventions are applied, each
 recorded first, by ``recovery/apply.py``.
 """
 
@@ -33,7 +33,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     labels,
     meta,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import (
     NIL_MAP,
     OTHER_BIND_ERROR,
     STALE,

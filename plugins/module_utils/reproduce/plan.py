@@ -19,7 +19,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.cases import (
     CASES,
     DEFAULT_CASES,
 )

@@ -18,7 +18,7 @@ __metaclass__ = type
 from decimal import Decimal
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
+from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 
 EDGE_CASES = ("nil_data", "variants")
 

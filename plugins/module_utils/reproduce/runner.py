@@ -20,17 +20,19 @@ __metaclass__ = type
 import json
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import cases as C
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
     FixtureClient,
     Recorder,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
 
 CREATED_BY = "kaiops.dev/created-by"
@@ -59,7 +61,11 @@ class CaseRun(object):
         self.wall = wall
         self.build = params["build"]
         self.case = params["case"]
-        self.writer = EvidenceWriter(params["evidence_dir"]) if params.get("evidence_dir") else None
+        self.writer = (
+            EvidenceWriter(params["evidence_dir"], DEFAULT_POLICY)
+            if params.get("evidence_dir")
+            else None
+        )
         self.folder = "cases/%s/%s%s" % (
             slug(self.build["version"]),
             self.case,
@@ -201,11 +207,11 @@ class CaseRun(object):
         pods = rec.objects("pods")
         brs = rec.objects("bindrequests")
         for st in states:
-            hist = S.pod_history(pods, st["name"])
+            hist = W.pod_history(pods, st["name"])
             if expect == "reproduces":
                 nil = [
                     a
-                    for a in S.attempts(brs, st["name"])
+                    for a in W.attempts(brs, st["name"])
                     if a["failed_at"] and C.NIL_MAP in (a["reason"] or "")
                 ]
                 if len(nil) < 2 and not hist["bound"]:
@@ -544,7 +550,7 @@ class CaseRun(object):
     def _attempt_steps(final, st, t0):
         """Each BindRequest of the workload: created, and Failed or Succeeded."""
         steps = []
-        for a in S.attempts(final["bindrequests"], st["name"]):
+        for a in W.attempts(final["bindrequests"], st["name"]):
             initial = a.get("initial") or []
             steps.append(
                 S.timed_step(
@@ -592,7 +598,7 @@ class CaseRun(object):
 
     @staticmethod
     def _pod_steps(final, st, t0):
-        hist = S.pod_history(final["pods"], st["name"])
+        hist = W.pod_history(final["pods"], st["name"])
         steps = []
         for key, what in (
             ("bound", "pod has a node (bound)"),
@@ -669,7 +675,7 @@ def run_plan(module):
 def run_report(module):
     from datetime import datetime, timezone
 
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
         write_report,
     )
     from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import report as R

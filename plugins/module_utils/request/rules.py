@@ -33,14 +33,14 @@ import re
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import finite
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.cases import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.cases import (
     DEFAULT_CASES as REPRODUCE_CASES,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import read_waves
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     THRESHOLDS,
     as_number,
     is_release_tag,
+    read_waves,
     type_name,
     unknown_variables,
 )

@@ -15,10 +15,8 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
-    run_facts,
-    write_report,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.request import report, rules
 
 

@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The change window's rules: the failed-gate policy, the waves, the chart to install, what an
-earlier run of the same change left (an approved run, an interrupted one), the decision. Pure.
+"""The change window's rules: the failed-gate policy, the chart to install, what an earlier run
+of the same change left (an approved run, an interrupted one), the decision. Pure.
 
 - ``read_policy``: the failed-gate policy of the change request, ``kaiops_rollout_on_failed_gate``:
   ``rollback`` (the default), ``pause`` (stop and report, nothing undone) or
   ``{policy: continue, decision: <why>, approved_by: <who>}``.
-- ``read_waves``: Ansible's ``serial`` from ``kaiops_rollout_waves`` (one cluster at a time by
-  default; e.g. ``[1, "25%", "100%"]``: a canary, a quarter, the rest).
+- the waves: Ansible's ``serial`` from ``kaiops_rollout_waves``, read by the vocabulary's
+  ``read_waves`` (the request check of every playbook reads them by the same rule).
 - ``chart``: the chart reference and version to install for a release, from
   ``kaiops_kai_chart_ref`` (``{version}`` in it replaced: a mirror or local packages; otherwise
   the release is the chart version of the reference, e.g. the official OCI chart).
@@ -31,7 +31,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import re
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import release_version
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
@@ -96,36 +95,6 @@ def policy_text(policy):
     if policy.get("source") == "default":
         text += " (default)"
     return text
-
-
-PERCENT = re.compile(r"^\s*(100|[1-9][0-9]?)\s*%\s*$")
-
-
-def read_waves(value):
-    """(serial list, problem or None): one cluster at a time by default."""
-    if value in (None, "", []):
-        return [1], None
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for item in items:
-        if isinstance(item, bool):
-            return None, "wave %r is neither a number of clusters nor a percentage" % (item,)
-        if isinstance(item, int) and item >= 1:
-            out.append(item)
-        elif (
-            isinstance(item, str)
-            and item.strip().isascii()
-            and item.strip().isdigit()
-            and int(item) >= 1
-        ):
-            out.append(int(item))
-        elif isinstance(item, str) and PERCENT.match(item):
-            out.append(item.replace(" ", ""))
-        else:
-            return None, "wave %r is neither a number of clusters (1 or more) nor a percentage" % (
-                item,
-            )
-    return out, None
 
 
 def chart(chart_ref, version):

@@ -24,6 +24,7 @@ __metaclass__ = type
 import os
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     STATUS_NOT_FOUND,
@@ -31,11 +32,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import parse_time
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.client import (
-    RecoveryClient,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.findings import find
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.client import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
     FixtureClient,
     Recorder,
 )
@@ -50,10 +47,12 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client imp
     snapshot_objects,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import failed
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
     option_path,
     the_addition,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 
 STALE_KINDS = ("stale_reservation_pod", "orphan_configmap", "unbound_group_pod")
 ADDITIONS = (
@@ -210,7 +209,7 @@ class ProbeRun(object):
         self.phase = params["phase"]
         self.namespace = P.namespace_name(params["run_id"], self.phase)
         root = params.get("evidence_dir")
-        self.writer = EvidenceWriter(root) if root else None
+        self.writer = EvidenceWriter(root, DEFAULT_POLICY) if root else None
         self.folder = "verify/%s/%s" % (self.cluster, self.phase)
         self.files = []
         self.notes = []
@@ -285,7 +284,7 @@ class ProbeRun(object):
         )
 
     def scan(self):
-        """The recovery scan (recovery/findings.py): stale objects on the cluster now."""
+        """The recovery scan (scan/findings.py): stale objects on the cluster now."""
         raw = RecoveryClient(self.client).collect(self.p["kai_namespace"], "binder")
         found = find(
             raw,
@@ -653,7 +652,7 @@ def run_rollout_governance(module, client_factory=FixtureClient.from_options):
         summary["regression_evidence"] = "waived: %s" % regression["waiver"]
     evidence = None
     if params.get("evidence_dir"):
-        writer = EvidenceWriter(params["evidence_dir"])
+        writer = EvidenceWriter(params["evidence_dir"], DEFAULT_POLICY)
         evidence = "governance/%s.json" % (record.get("cluster") or "cluster")
         writer.write_json(evidence, summary)
     gate_record = G.governance_gate(summary, params.get("rule"))

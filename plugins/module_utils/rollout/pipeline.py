@@ -33,6 +33,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates impo
     gate,
     snapshot_gate,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import read_waves
 
 SCHEMA = "kaiops.rollout-record/v1"
 STEP_STATUSES = ("done", "failed", "not_run")
@@ -266,7 +267,7 @@ def add_policy(record, policy_value, waves_value):
             C.POLICY_FIX if problem else "",
         )
     )
-    waves, wave_problem = C.read_waves(waves_value)
+    waves, wave_problem = read_waves(waves_value)
     out["gates"].append(
         gate(
             "request",

@@ -6,8 +6,8 @@
 Probe workloads are fractional GPU pods (``gpu-fraction: "0.5"``, ``schedulerName:
 kai-scheduler``) in a namespace of the run's own: the GPU probe (``gpuprobe``, which runs to
 completion) on a real node, and a configurable number on KWOK nodes (which bind and turn
-Running without starting a container). The pod manifest is reproduce's (``reproduce/cases.py``)
-and the rules over the watches are reproduce's (``reproduce/service.py``: a pod's history, every
+Running without starting a container). The pod manifest is reproduce's (``probes/cases.py``)
+and the rules over the watches are reproduce's too (``probes/watches.py``: a pod's history, every
 BindRequest attempt, nearest-rank percentiles with work that never got there in the
 denominator). A bind is a pod with a node, never an event: KAI emits a Normal ``Bound`` event
 and sets ``PodBound=True`` on pods whose bind keeps failing.
@@ -21,8 +21,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import cases as C
-from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
 
 CREATED_BY = "kaiops.dev/created-by"
 CREATED_BY_VALUE = "rollout"
@@ -113,7 +113,7 @@ def outcome(workload, history, gone=False):
 def done(records, states):
     pods = records.get("pods") or []
     for st in states:
-        if outcome(st, S.pod_history(pods, st["name"]), deleted(pods, st["name"])) is None:
+        if outcome(st, W.pod_history(pods, st["name"]), deleted(pods, st["name"])) is None:
             return False
     return True
 
@@ -232,13 +232,13 @@ def probe_groups(records, names):
 def _probe_row(st, pods, brs, reasons):
     """One probe's outcome and times from the watches; its failed attempts' reasons are
     counted into ``reasons``."""
-    hist = S.pod_history(pods, st["name"])
+    hist = W.pod_history(pods, st["name"])
     submitted = st.get("submitted_t")
 
     def since(t):
         return round(t - submitted, 3) if t is not None and submitted is not None else None
 
-    tries = S.attempts(brs, st["name"])
+    tries = W.attempts(brs, st["name"])
     for a in tries:
         if a["failed_at"] is not None:
             reason = a["reason"] or "(no reason)"
@@ -280,7 +280,7 @@ def _queue_age(rows, window_s):
     ]
     bound_waits.sort()
     return {
-        "p50_s": S.percentile(bound_waits, 50),
+        "p50_s": W.percentile(bound_waits, 50),
         "max_s": round(bound_waits[-1], 3) if bound_waits else None,
         "count": len(bound_waits),
         "note": "submission to bind of the probes; one never bound counts at the full window",
@@ -299,8 +299,8 @@ def figures(records, states, window_s, timed_out, extra):
         "probes": submitted,
         "window_s": window_s,
         "timed_out": bool(timed_out),
-        "submit_to_bound": S.latency([r["submit_to_bound_s"] for r in rows], submitted),
-        "submit_to_running": S.latency([r["submit_to_running_s"] for r in rows], submitted),
+        "submit_to_bound": W.latency([r["submit_to_bound_s"] for r in rows], submitted),
+        "submit_to_running": W.latency([r["submit_to_running_s"] for r in rows], submitted),
         "completion": _completion(rows),
         "valid_completions": sum(
             1 for r in rows if r["kind"] == "real" and r["outcome"] == "completed"

@@ -744,7 +744,7 @@ def change_cost(clusters, rate=0):
     """Utilisation and cost of the change window (gpu_access/cost.py) from the probes' lifetimes:
     each probe holds half of its GPU group from bind to the end of its verification; the pool is
     the clusters' GPUs. Busy time is not useful throughput: valid completions are counted apart."""
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import cost
+    from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 
     starts, ends, pool, workloads, completed = [], [], [], [], 0
     for name, c in sorted(clusters.items()):

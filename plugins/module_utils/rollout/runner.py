@@ -24,14 +24,9 @@ __metaclass__ = type
 import datetime
 import os
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
-    STATUS_INVALID,
-    KaiopsError,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
-    run_facts,
-    write_report,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     gates,
     pipeline,
@@ -43,23 +38,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
     find_regression_reports,
 )
-
-
-def option_path(option):
-    """An evidence folder option as an absolute path, or None when not given."""
-    return os.path.abspath(os.path.expanduser(option)) if option else None
-
-
-def the_addition(params, additions):
-    """The one of ``additions`` a call gives to add to the rollout record: exactly one."""
-    given = [name for name in additions if params.get(name) is not None]
-    if len(given) != 1:
-        raise KaiopsError(
-            "Failed to add to the rollout record: give exactly one of %s (got %s)"
-            % (", ".join(additions), ", ".join(given) or "none"),
-            status=STATUS_INVALID,
-        )
-    return given[0]
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
+    option_path,
+    the_addition,
+)
 
 
 def run_rollout_request(module):

@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import safe_name
 from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.service import (
     selection_label,

@@ -12,13 +12,11 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import policy_for
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import evidence_writer
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import policy_for
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import (
-    evidence_writer,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient

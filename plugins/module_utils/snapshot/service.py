@@ -5,7 +5,7 @@
 
 One LIST request per selection (plus one discovery GET per apiVersion), never one GET per
 object; the client (``k8s/client.py``) is the layer below. Objects pass through
-the redaction policy (``evidence/redact.py``: Secret data, secrets in args, env and text, the
+the redaction policy (``bundle/policy.py``: Secret data, secrets in args, env and text, the
 values of ConfigMaps outside GPU sharing unless ``configmap_values``) before they are returned
 or written. Reading is the same in check mode: nothing in the cluster changes either way.
 ``capture_helm_release`` reads a release's history and values through ``snapshot/client.HelmCli``
@@ -17,16 +17,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
+    DEFAULT_POLICY,
+    redact_values,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     STATUS_NOT_FOUND,
     KaiopsError,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
-    DEFAULT_POLICY,
-    has_redaction,
-    redact_values,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import has_redaction
 
 
 def normalize_selection(selection):

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Client layer of reproduce: the fixture's writes and the watches that record it. I/O only.
+"""Client layer of the probes: the fixture's writes and the watches that record it. I/O only.
+
+Shared by reproduce (its cases' fixtures) and the rollout (its verification's probes).
 
 Writes are limited to what a fixture needs, in namespaces the run created: create an
 object, JSON-patch a pod (the scheduling gate), delete a namespace the run labelled.

@@ -3,6 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The reproduce matrix as data: each case's workloads, and what it expects of a build.
 
+Shared: reproduce runs the cases; the rollout's verification submits the same fraction pod
+(``pod_manifest``) as its probes; the request check of every playbook knows the case names.
+
 A build's expectation comes from the release table (meta/kai_releases.yml): a release
 whose ConfigMap-write behaviour is `exposed` is expected to fail the nil-data cases with
 the nil-map panic, every other release to bind them. Expectations are declared (and

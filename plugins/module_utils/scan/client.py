@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reads of recovery: one LIST per kind (Pods, ConfigMaps, BindRequests), one GET of the binder
-Deployment and one of namespace kube-system, never one request per object.
+"""Reads of the recovery scan: one LIST per kind (Pods, ConfigMaps, BindRequests), one GET of the
+binder Deployment and one of namespace kube-system, never one request per object. Shared: recovery
+scans before it intervenes, the rollout's verification counts the stale objects it finds.
 
 An API the cluster does not serve, or one the credentials may not read, is recorded in
 ``access``; only a failure to list Pods is fatal (nothing can be judged then). The writes
-recovery makes are ``k8s/client.KubeWriter``'s; the decisions are in ``recovery/findings.py``
+recovery makes are ``k8s/client.KubeWriter``'s; the decisions are in ``scan/findings.py``
 and ``recovery/service.py``.
 """
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a failed KAI bind (the binder nil-data ConfigMap panic) leaves behind: one rule per kind.
 
-``find(raw, now, ...)`` turns the reads of ``recovery/client.py`` into findings, each classified
+``find(raw, now, ...)`` turns the reads of ``scan/client.py`` into findings, each classified
 with the evidence that ties it to the panic or to an unrelated cause. Rules as data:
 ``FINDING_RULES`` lists, per set of candidate objects, the rules tried on each candidate in
 order; the first that returns a finding wins. Each rule is a pure function
