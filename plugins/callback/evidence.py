@@ -23,8 +23,8 @@ description:
     end writes C(status) and C(manifest.sha256) over every file, modules' files included.
   - C(status) is V(complete) when the playbook reached its end with its report, whether hosts
     failed or not (C(run.json) C(outcome) says V(succeeded) or V(failed)); V(refused) when the
-    request was refused before any cluster was read (the report says C(refused_by) C(request):
-    kai_request's, or the rollout's when every cluster was refused on its request);
+    request was refused before any cluster was read (its report says C(refused_by=request), as
+    kai_request's does and the rollout's when every cluster was refused on its request);
     V(incomplete) when one of the collection's playbooks reached its end without
     its report; and V(interrupted) when the run was stopped (SIGINT/Ctrl-C, SIGTERM, SIGHUP) or
     ended early; the bundle is hashed either way.
