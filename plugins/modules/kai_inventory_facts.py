@@ -58,6 +58,14 @@ options:
         That range is conservative - every release that could carry the race fix without the
         nil check is counted until its source says otherwise.
     type: str
+  releases:
+    description:
+      - KAI's release rows (C(version), C(retracted), C(retracted_source)); a cluster running a
+        release with C(retracted=true) is flagged in RV(inventory.kai.retracted) and the report.
+      - Default - C(releases) of the collection's C(meta/kai_releases.yml), given by the module's
+        action plugin.
+    type: list
+    elements: dict
   helm_release:
     description: Name of the Helm release, used to read its release Secrets' labels.
     type: str
@@ -126,6 +134,8 @@ inventory:
           C(flags) - the flags that decide a verdict (C(--gpu-sharing-enabled),
           C(--fake-gpu-nodes), C(--plugins), C(--scheduler-name), C(--resource-reservation-*),
           ...), never the other args.
+        - C(retracted) - C(version) and C(source) when the running release is one upstream
+          retracted (O(releases)), else null.
       type: dict
     gpu_sharing:
       description: Whether GPU sharing is on, and from which source that was read.
@@ -189,7 +199,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner i
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
 
 # Options the action plugin fills in from meta/kai_releases.yml when the task leaves them out.
-RELEASE_DEFAULTS = {"affected_range": "affected_range"}
+RELEASE_DEFAULTS = {"affected_range": "affected_range", "releases": "releases"}
 
 
 def argspec():
@@ -199,6 +209,7 @@ def argspec():
             "cluster": {"type": "str", "required": True},
             "namespace": {"type": "str", "default": "kai-scheduler"},
             "affected_range": {"type": "str"},
+            "releases": {"type": "list", "elements": "dict"},
             "helm_release": {"type": "str", "default": "kai-scheduler"},
             "binder_deployment": {"type": "str", "default": "binder"},
             "operator_deployment": {"type": "str", "default": "kai-operator"},

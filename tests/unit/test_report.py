@@ -78,3 +78,29 @@ def test_render_markdown_fails_on_a_component_without_a_field_it_prints(fake_cli
     del data["lab"]["kai"]["components"][0]["restarts"]
     with pytest.raises(jinja2.UndefinedError, match="restarts"):
         render_markdown(data, summarize(data), AFFECTED_RANGE)
+
+
+def test_a_retracted_release_is_flagged_with_its_source(fake_client):
+    from conftest import RELEASES
+
+    raw = InventoryClient(fake_client("kai-sharing")).collect("kai-scheduler")
+    version = analyse(raw, cluster="lab", affected_range=AFFECTED_RANGE)["kai"]["version"]
+    rows = [{"version": version, "retracted": True, "retracted_source": "upstream PR 1"}]
+    flagged = analyse(raw, cluster="lab", affected_range=AFFECTED_RANGE, releases=rows)
+    assert flagged["kai"]["retracted"] == {"version": version, "source": "upstream PR 1"}
+    # the collection's own rows: the lab's version is not retracted, v0.20.x are
+    plain = analyse(
+        raw, cluster="lab", affected_range=AFFECTED_RANGE, releases=RELEASES["releases"]
+    )
+    assert plain["kai"]["retracted"] is None
+    assert {r["version"] for r in RELEASES["releases"] if r.get("retracted")} == {
+        "v0.20.0",
+        "v0.20.1",
+    }
+    data = {"lab": flagged, "other": plain}
+    summary = summarize(data)
+    assert summary["retracted"] == ["lab"]
+    text = render_markdown(data, summary, AFFECTED_RANGE)
+    assert "**A release upstream retracted runs on: lab**" in text
+    assert "**Retracted release**: %s was withdrawn upstream (upstream PR 1)" % version in text
+    assert text.count("Retracted release**") == 1

@@ -43,6 +43,10 @@ def summarize(clusters):
         ),
         # helm and the components (or the components among themselves) name different versions
         "split": sorted(n for n, e in clusters.items() if (e.get("kai") or {}).get("findings")),
+        # a release upstream withdrew runs there (meta/kai_releases.yml retracted)
+        "retracted": sorted(
+            n for n, e in clusters.items() if (e.get("kai") or {}).get("retracted")
+        ),
     }
 
 
@@ -110,6 +114,7 @@ def _section(name, entry):
         "namespace": _dash(kai.get("namespace")),
         "helm": {k: _dash(helm.get(k)) for k in keys},
         "findings": [_dash(f) for f in kai.get("findings") or []],
+        "retracted": kai.get("retracted"),
         "components": [_component(c) for c in kai.get("components") or []],
         "gpu_nodes": {
             "count": nodes.get("count"),
@@ -138,6 +143,7 @@ def render_markdown(
         "by_status": _counts(summary["by_status"]),
         "by_verdict": _counts(summary["by_verdict"]),
         "split": ", ".join(summary.get("split") or []),
+        "retracted": ", ".join(summary.get("retracted") or []),
         "rows": [_row(name, entry) for name, entry in sorted(clusters.items())],
         "sections": [_section(name, entry) for name, entry in sorted(clusters.items())],
     }

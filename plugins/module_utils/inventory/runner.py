@@ -44,6 +44,7 @@ def run_inventory_facts(module, client_factory=KubeClient.from_options, clock=ti
         operator_name=params["operator_deployment"],
         admission_name=params["admission_deployment"],
         restart_threshold=params.get("restart_threshold"),
+        releases=params.get("releases"),
     )
     if inventory["status"] == "forbidden":
         raise KaiopsError(

@@ -485,6 +485,15 @@ def _affected_path_section(pods, cms):
     }
 
 
+def retracted_release(version, releases):
+    """The release row's retraction when ``version`` is a release upstream withdrew
+    (``retracted: true`` in meta/kai_releases.yml), else None."""
+    for row in releases or []:
+        if version and row.get("version") == version and row.get("retracted") is True:
+            return {"version": version, "source": row.get("retracted_source")}
+    return None
+
+
 def analyse(
     raw,
     cluster,
@@ -493,6 +502,7 @@ def analyse(
     operator_name="kai-operator",
     admission_name="admission",
     restart_threshold=None,
+    releases=None,
 ):
     """The inventory of one cluster from collect()'s reads; raises only for a bad range."""
     parse_range(affected_range)
@@ -503,6 +513,8 @@ def analyse(
     cms = sharing_configmaps(pods, raw.get("sharing_configmaps") or {})
     symptoms = _bind_request_symptoms(raw.get("bind_requests") or [])
     helm = _helm(raw, kai["components"], kai["operator_container"])
+    section = _kai_section(raw, kai, sharing, helm)
+    section["retracted"] = retracted_release(kai["version"], releases)
     over = []
     if restart_threshold is not None:
         over = [c["name"] for c in kai["components"] if c["restarts"] > restart_threshold]
@@ -510,7 +522,7 @@ def analyse(
         "cluster": cluster,
         "status": _status(kai["installed"], access),
         "server_version": _server_version(raw.get("version")),
-        "kai": _kai_section(raw, kai, sharing, helm),
+        "kai": section,
         "gpu_sharing": sharing,
         "affected_path": _affected_path_section(pods, cms),
         "symptoms": symptoms,
