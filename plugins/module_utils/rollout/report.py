@@ -81,6 +81,103 @@ def run_decision(decisions):
     return min(decisions, key=SEVERITY.index)
 
 
+def _cluster_decision(entry, gates):
+    """``refused`` without a gate or with a failed one, else ``proceed``; the change window's
+    own decision (rollout/change.py decide()) when it recorded one."""
+    decision = _decision(gates) if gates else "refused"
+    if gates and entry.get("decision") in DECISIONS:
+        decision = entry["decision"]
+    return decision
+
+
+def _gate_reasons(gates):
+    """Each failed gate's message, with its fix when it has one."""
+    if not gates:
+        return ["no preflight gate was recorded for this cluster"]
+    return [
+        "%s (fix: %s)" % (g.get("message") or g["gate"], g["fix"])
+        if g.get("fix")
+        else g.get("message") or g["gate"]
+        for g in gates
+        if not g.get("passed")
+    ]
+
+
+def _not_run_reason(pending, entry, gates, decision):
+    """Why a step of the pipeline that the cluster did not record was not run."""
+    failed_names = [g["gate"] for g in gates if not g.get("passed")]
+    reason = (
+        "preflight refused (failed gates: %s)" % (", ".join(failed_names) or "none recorded")
+        if decision == "refused"
+        else pending.get("reason") or "not run"
+    )
+    note = (entry.get("change") or {}).get("baseline_note")
+    if pending.get("step") == "baseline" and note and decision != "refused":
+        reason = "not measured: %s" % note
+    return reason
+
+
+def _steps(entry, gates, decision, pending_steps):
+    """The cluster's recorded steps (an unknown status reads ``failed``), then each pending step
+    it did not record as ``not_run``, in the order the rollout runs them."""
+    steps = []
+    for step in entry.get("steps") or []:
+        status = step.get("status")
+        if status not in STEP_STATUSES:
+            status = "failed"
+        steps.append(
+            {"step": step.get("step"), "status": status, "reason": step.get("reason") or ""}
+        )
+    recorded = {s["step"] for s in steps}
+    for pending in pending_steps or ():
+        if pending.get("step") in recorded:
+            continue
+        reason = _not_run_reason(pending, entry, gates, decision)
+        steps.append({"step": pending.get("step"), "status": "not_run", "reason": reason})
+    steps.sort(key=lambda s: STEP_ORDER.get(s["step"], -1))
+    return steps
+
+
+def _cluster_report(entry, pending_steps):
+    """One cluster's part of the report: its decision, the reasons for it, its steps."""
+    if not entry:
+        entry = {"steps": [NO_RECORD_STEP]}
+    gates = list(entry.get("gates") or [])
+    decision = _cluster_decision(entry, gates)
+    reasons = _gate_reasons(gates)
+    steps = _steps(entry, gates, decision, pending_steps)
+    if gates:
+        # so that no decision stands without its reason
+        reasons += [
+            "step %s failed: %s" % (s["step"], s["reason"] or "no reason recorded")
+            for s in steps
+            if s["status"] == "failed" and s["step"] in DECIDING_STEPS
+        ]
+    out = {
+        "decision": decision,
+        "reasons": reasons,
+        "request": entry.get("request"),
+        "current_version": entry.get("current_version"),
+        "implementation_label": entry.get("implementation_label"),
+        "gates": gates,
+        "steps": steps,
+        "evidence": sorted(set(entry.get("evidence") or [])),
+    }
+    if entry.get("change"):
+        out["change"] = entry["change"]
+    return out
+
+
+def _summary(out_clusters):
+    return {
+        "clusters": len(out_clusters),
+        "gates": sum(len(c["gates"]) for c in out_clusters.values()),
+        "gates_failed": sum(
+            1 for c in out_clusters.values() for g in c["gates"] if not g.get("passed")
+        ),
+    }
+
+
 def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=None):
     """The report document (what report.json holds).
 
@@ -95,67 +192,9 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=
     if pending_steps is None:
         pending_steps = pipeline_pending_steps()
     request = request if isinstance(request, dict) else {}
-    out_clusters = {}
-    for name in sorted(clusters):
-        entry = clusters[name] or {}
-        if not entry:
-            entry = {"steps": [NO_RECORD_STEP]}
-        gates = list(entry.get("gates") or [])
-        decision = _decision(gates) if gates else "refused"
-        if gates and entry.get("decision") in DECISIONS:
-            decision = entry["decision"]  # the change window's, rollout/change.py decide()
-        reasons = [
-            "%s (fix: %s)" % (g.get("message") or g["gate"], g["fix"])
-            if g.get("fix")
-            else g.get("message") or g["gate"]
-            for g in gates
-            if not g.get("passed")
-        ]
-        if not gates:
-            reasons = ["no preflight gate was recorded for this cluster"]
-        steps = []
-        for step in entry.get("steps") or []:
-            status = step.get("status")
-            if status not in STEP_STATUSES:
-                status = "failed"
-            steps.append(
-                {"step": step.get("step"), "status": status, "reason": step.get("reason") or ""}
-            )
-        recorded = {s["step"] for s in steps}
-        for pending in pending_steps or ():
-            if pending.get("step") in recorded:
-                continue
-            failed_names = [g["gate"] for g in gates if not g.get("passed")]
-            reason = (
-                "preflight refused (failed gates: %s)"
-                % (", ".join(failed_names) or "none recorded")
-                if decision == "refused"
-                else pending.get("reason") or "not run"
-            )
-            note = (entry.get("change") or {}).get("baseline_note")
-            if pending.get("step") == "baseline" and note and decision != "refused":
-                reason = "not measured: %s" % note
-            steps.append({"step": pending.get("step"), "status": "not_run", "reason": reason})
-        steps.sort(key=lambda s: STEP_ORDER.get(s["step"], -1))
-        if gates:
-            # so that no decision stands without its reason
-            reasons += [
-                "step %s failed: %s" % (s["step"], s["reason"] or "no reason recorded")
-                for s in steps
-                if s["status"] == "failed" and s["step"] in DECIDING_STEPS
-            ]
-        out_clusters[name] = {
-            "decision": decision,
-            "reasons": reasons,
-            "request": entry.get("request"),
-            "current_version": entry.get("current_version"),
-            "implementation_label": entry.get("implementation_label"),
-            "gates": gates,
-            "steps": steps,
-            "evidence": sorted(set(entry.get("evidence") or [])),
-        }
-        if entry.get("change"):
-            out_clusters[name]["change"] = entry["change"]
+    out_clusters = {
+        name: _cluster_report(clusters[name] or {}, pending_steps) for name in sorted(clusters)
+    }
     refused = sorted(n for n, c in out_clusters.items() if c["decision"] == "refused")
     extra = {}
     if any(c.get("change") for c in out_clusters.values()):
@@ -183,13 +222,7 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=
             # Files of this run's bundle, relative to it (each cluster lists its own as well).
             "evidence": list(RUN_EVIDENCE),
             "clusters": out_clusters,
-            "summary": {
-                "clusters": len(out_clusters),
-                "gates": sum(len(c["gates"]) for c in out_clusters.values()),
-                "gates_failed": sum(
-                    1 for c in out_clusters.values() for g in c["gates"] if not g.get("passed")
-                ),
-            },
+            "summary": _summary(out_clusters),
         },
     )
 
