@@ -20,9 +20,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from decimal import Decimal
-from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_line
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import junit
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (
     APPROVAL_STAGE,
     APPROVAL_STEP,
@@ -378,81 +378,71 @@ def render_markdown(report):
     return "\n".join(lines) + "\n"
 
 
-def render_junit(report):
-    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>, a failed
-    change step a <failure> testcase of its own, a step that did not run a <skipped> one with its
-    reason.
-    A report that could not be built is one <error>."""
+def _gate_case(name, g):
+    """A gate of cluster ``name`` as a test case; a failed gate is a failure with its figure,
+    threshold and fix."""
+    case = {"classname": "rollout.%s.%s" % (name, g.get("stage") or "gate"), "name": g["gate"]}
+    if not g.get("passed"):
+        case["failure"] = {
+            "message": g.get("message") or "gate failed",
+            "type": "gate",
+            "text": "figure: %s; threshold: %s; fix: %s"
+            % (g.get("figure"), g.get("threshold"), g.get("fix") or "-"),
+        }
+    return case
+
+
+def _step_cases(name, steps):
+    """A failed change step is a failure of its own; a step that did not run is skipped, with
+    its reason."""
+    failed = [
+        {
+            "classname": "rollout.%s.step" % name,
+            "name": "step:%s" % s["step"],
+            "failure": {
+                "message": "step %s failed" % s["step"],
+                "type": "step",
+                "text": s["reason"] or "no reason recorded",
+            },
+        }
+        for s in steps
+        if s["status"] == "failed" and s["step"] in DECIDING_STEPS
+    ]
+    not_run = [
+        {
+            "classname": "rollout.%s.step" % name,
+            "name": "step:%s" % s["step"],
+            "skipped": s["reason"] or "not run",
+        }
+        for s in steps
+        if s["status"] == "not_run"
+    ]
+    return failed + not_run
+
+
+def junit_suites(report):
+    """One suite per cluster, one case per gate, then its failed change steps and the steps that
+    did not run. A report that could not be built is one error, in a suite of its own."""
     suites = []
-    total = failures = errors = skipped = 0
     if report.get("error"):
-        total, errors = 1, 1
+        error = {"message": report["error"], "type": "report", "text": report["error"]}
         suites.append(
-            '  <testsuite name="rollout report" tests="1" failures="0" errors="1" skipped="0">\n'
-            '    <testcase classname="rollout.report" name="report"><error message=%s type=%s>'
-            "%s</error></testcase>\n  </testsuite>"
-            % (quoteattr(report["error"]), quoteattr("report"), escape(report["error"]))
+            {
+                "name": "rollout report",
+                "cases": [{"classname": "rollout.report", "name": "report", "error": error}],
+            }
         )
     for name, cluster in sorted(report["clusters"].items()):
-        cases = []
-        bad = 0
-        for g in cluster["gates"]:
-            classname = "rollout.%s.%s" % (name, g.get("stage") or "gate")
-            body = ""
-            if not g.get("passed"):
-                bad += 1
-                text = "figure: %s; threshold: %s; fix: %s" % (
-                    g.get("figure"),
-                    g.get("threshold"),
-                    g.get("fix") or "-",
-                )
-                body = "<failure message=%s type=%s>%s</failure>" % (
-                    quoteattr(g.get("message") or "gate failed"),
-                    quoteattr("gate"),
-                    escape(text),
-                )
-            cases.append(
-                "    <testcase classname=%s name=%s>%s</testcase>"
-                % (quoteattr(classname), quoteattr(g["gate"]), body)
-            )
-        for s in cluster["steps"]:
-            if s["status"] != "failed" or s["step"] not in DECIDING_STEPS:
-                continue
-            bad += 1
-            cases.append(
-                "    <testcase classname=%s name=%s><failure message=%s type=%s>%s</failure>"
-                "</testcase>"
-                % (
-                    quoteattr("rollout.%s.step" % name),
-                    quoteattr("step:%s" % s["step"]),
-                    quoteattr("step %s failed" % s["step"]),
-                    quoteattr("step"),
-                    escape(s["reason"] or "no reason recorded"),
-                )
-            )
-        not_run = [s for s in cluster["steps"] if s["status"] == "not_run"]
-        for s in not_run:
-            cases.append(
-                "    <testcase classname=%s name=%s><skipped message=%s/></testcase>"
-                % (
-                    quoteattr("rollout.%s.step" % name),
-                    quoteattr("step:%s" % s["step"]),
-                    quoteattr(s["reason"] or "not run"),
-                )
-            )
-        total += len(cases)
-        failures += bad
-        skipped += len(not_run)
+        cases = [_gate_case(name, g) for g in cluster["gates"]]
         suites.append(
-            '  <testsuite name=%s tests="%d" failures="%d" errors="0" skipped="%d">\n%s\n'
-            "  </testsuite>"
-            % (quoteattr("rollout " + name), len(cases), bad, len(not_run), "\n".join(cases))
+            {"name": "rollout " + name, "cases": cases + _step_cases(name, cluster["steps"])}
         )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites name="kaiops rollout" tests="%d" failures="%d" errors="%d" skipped="%d">'
-        "\n%s\n</testsuites>\n" % (total, failures, errors, skipped, "\n".join(suites))
-    )
+    return suites
+
+
+def render_junit(report):
+    """junit.xml, written by the one JUnit writer (render/junit.py)."""
+    return junit.render("kaiops rollout", junit_suites(report))
 
 
 # ---------------------------------------------------------------- the change board's summary
