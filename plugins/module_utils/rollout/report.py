@@ -22,7 +22,7 @@ __metaclass__ = type
 from decimal import Decimal
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_line
-from ansible_collections.kaiops.runbooks.plugins.module_utils.render import junit
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import junit, markdown
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (
     APPROVAL_STAGE,
     APPROVAL_STEP,
@@ -267,14 +267,6 @@ def waiver_text(waiver):
     return "%s (approved by %s)" % (waiver.get("reason") or "-", waiver.get("approved_by") or "-")
 
 
-def _cell(value):
-    if value is None or value == "":
-        return "-"
-    if isinstance(value, (list, tuple)):
-        value = ", ".join(str(v) for v in value)
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def _figure(gate_record):
     """A gate's figure as the report shows it: a number with its unit when the gate has one."""
     figure, unit = gate_record.get("figure"), gate_record.get("unit")
@@ -283,24 +275,13 @@ def _figure(gate_record):
     return figure
 
 
-def render_markdown(report):
-    req = report["request"] if isinstance(report.get("request"), dict) else {}
-    rollback_only = report.get("clusters") and all(
-        (c.get("change") or {}).get("operation") == "rollback" for c in report["clusters"].values()
-    )
-    lines = [
-        "# KAI Scheduler %s report" % ("rollback" if rollback_only else "rollout"),
-        "",
-        "Generated: %s" % report["generated_at"],
-        "",
-    ]
-    if report.get("run"):
-        lines += [run_line(report["run"]), ""]
-    lines += ["**Decision: %s**" % report["decision"].upper(), ""]
-    if report.get("error"):
-        lines += ["**Error**: %s" % _cell(report["error"]), ""]
-    lines += change_board(report)
-    not_run = sorted(
+def _request(report):
+    return report["request"] if isinstance(report.get("request"), dict) else {}
+
+
+def _not_run_steps(report):
+    """The steps some cluster did not run, in the order the rollout runs them."""
+    return sorted(
         {
             s["step"]
             for c in report["clusters"].values()
@@ -309,73 +290,80 @@ def render_markdown(report):
         },
         key=lambda step: (STEP_ORDER.get(step, -1), step),
     )
-    if not_run:
-        lines += ["Steps not run (reason per cluster below): %s." % ", ".join(not_run), ""]
-    lines += [
-        "## What was asked",
-        "",
-        "| Field | Value |",
-        "|---|---|",
-        "| Change owner | %s |" % _cell(req.get("change_owner")),
-        "| KAI version under test | %s |" % _cell(req.get("kai_version")),
-        "| Rollback target | %s |" % _cell(req.get("rollback_target")),
-        "| Regression waiver | %s |" % _cell(waiver_text(req.get("regression_waiver"))),
-        "| Rehearsal waiver | %s |" % _cell(waiver_text(req.get("rehearsal_waiver"))),
-        "| Clusters | %s |" % _cell(sorted(report["clusters"])),
-        "",
-        "Thresholds:",
-        "",
-    ]
+
+
+def _asked(req):
+    """What was asked, each field as the report shows it."""
+    return {
+        "change_owner": req.get("change_owner"),
+        "kai_version": req.get("kai_version"),
+        "rollback_target": req.get("rollback_target"),
+        "regression_waiver": waiver_text(req.get("regression_waiver")),
+        "rehearsal_waiver": waiver_text(req.get("rehearsal_waiver")),
+    }
+
+
+def _thresholds(req):
     thresholds = req.get("thresholds")
     if isinstance(thresholds, dict) and thresholds:
-        lines += ["- `%s`: %s" % (k, _cell(v)) for k, v in sorted(thresholds.items())]
-    else:
-        lines += ["- none given"]
-    lines += ["", "Run evidence: %s" % ", ".join("[%s](%s)" % (p, p) for p in report["evidence"])]
-    for name, cluster in sorted(report["clusters"].items()):
-        lines += [
-            "",
-            "## Cluster %s: %s" % (name, cluster["decision"].upper()),
-            "",
-            "Current KAI version: %s%s"
-            % (
-                _cell(cluster.get("current_version")),
-                " (%s)" % cluster["implementation_label"]
-                if cluster.get("implementation_label")
-                else "",
-            ),
-            "",
-        ]
-        if cluster["reasons"]:
-            because = (
-                "Not approved because:"
-                if cluster["decision"] == "not_approved"
-                else "Refused because:"
-            )
-            lines += [because, ""] + ["- %s" % r for r in cluster["reasons"]] + [""]
-        lines += ["| Stage | Gate | Figure | Threshold | Result |", "|---|---|---|---|---|"]
-        for g in cluster["gates"]:
-            lines.append(
-                "| %s | %s | %s | %s | %s |"
-                % (
-                    _cell(g.get("stage")),
-                    _cell(g["gate"]),
-                    _cell(_figure(g)),
-                    _cell(g.get("threshold")),
-                    "pass" if g.get("passed") else "**FAIL**",
-                )
-            )
-        if cluster["steps"]:
-            lines += ["", "| Step | Status | Reason |", "|---|---|---|"]
-            for s in cluster["steps"]:
-                lines.append(
-                    "| %s | %s | %s |"
-                    % (_cell(s["step"]), s["status"].replace("_", " "), _cell(s["reason"]))
-                )
-        if cluster["evidence"]:
-            lines += ["", "Evidence:", ""]
-            lines += ["- [%s](%s)" % (p, p) for p in cluster["evidence"]]
-    return "\n".join(lines) + "\n"
+        return [{"name": k, "value": v} for k, v in sorted(thresholds.items())]
+    return []
+
+
+def _gate_row(g):
+    return {
+        "stage": g.get("stage"),
+        "gate": g["gate"],
+        "figure": _figure(g),
+        "threshold": g.get("threshold"),
+        "passed": bool(g.get("passed")),
+    }
+
+
+def _cluster_section(name, cluster):
+    """A cluster's part of the report: its decision and reasons, gates, steps and evidence."""
+    return {
+        "name": name,
+        "decision": cluster["decision"].upper(),
+        "current_version": cluster.get("current_version"),
+        "label": cluster.get("implementation_label") or None,
+        "reasons": cluster["reasons"],
+        "not_approved": cluster["decision"] == "not_approved",
+        "gates": [_gate_row(g) for g in cluster["gates"]],
+        "steps": [
+            {"step": s["step"], "status": s["status"].replace("_", " "), "reason": s["reason"]}
+            for s in cluster["steps"]
+        ],
+        "evidence": cluster["evidence"],
+    }
+
+
+def markdown_context(report):
+    """What ``templates/reports/rollout.md.j2`` lays out: each choice made, each figure
+    formatted (the change board's part from ``change_board``)."""
+    req = _request(report)
+    rollback_only = report.get("clusters") and all(
+        (c.get("change") or {}).get("operation") == "rollback" for c in report["clusters"].values()
+    )
+    return {
+        "operation": "rollback" if rollback_only else "rollout",
+        "generated_at": report["generated_at"],
+        "run_line": run_line(report["run"]) if report.get("run") else None,
+        "decision": report["decision"].upper(),
+        "error": report.get("error"),
+        "board": change_board(report),
+        "not_run": ", ".join(_not_run_steps(report)),
+        "request": _asked(req),
+        "cluster_names": sorted(report["clusters"]),
+        "thresholds": _thresholds(req),
+        "evidence": report["evidence"],
+        "clusters": [_cluster_section(n, c) for n, c in sorted(report["clusters"].items())],
+    }
+
+
+def render_markdown(report, template_dir=None):
+    """report.md: ``report`` rendered with ``templates/reports/rollout.md.j2``."""
+    return markdown.render("rollout.md.j2", markdown_context(report), template_dir)
 
 
 def _gate_case(name, g):
@@ -466,6 +454,16 @@ def _fmt_s(value):
     return "-" if value is None else "%s s" % value
 
 
+# A rollback run's own words for its decisions (every cluster's change a rollback).
+ROLLBACK_DECISION_TEXT = {
+    "rolled_back": "rolled back to the revision the bundle recorded before its change, "
+    "configuration restored, verified",
+    "rollback_failed": "the rollback did not end verified: act now",
+}
+# The gates the change board shows (the change's own) and those it only counts (before it).
+BOARD_STAGES = ("upgrade", "verify", "rollback", "governance", APPROVAL_STAGE)
+PREFLIGHT_STAGES = ("request", "cluster", "snapshot")
+
 DOWNGRADE_TEXT = {
     "upgrade": "helm upgrade to the recorded chart version",
     "reinstall": "helm uninstall and install of the recorded chart version",
@@ -473,40 +471,31 @@ DOWNGRADE_TEXT = {
 }
 
 
-def rehearsal_line(name, change, decision):
-    """The rollback rehearsal an approval rests on: the bundle, the version pair, its time to
-    restore, verified; or none on record for the pair (not approved), or the waiver."""
+def rehearsal(name, change, decision):
+    """The rollback rehearsal an approval rests on: the bundle found, with the version pair, its
+    time to restore, verified; or none on record for the pair (with the waiver, or not
+    approved)."""
     pair = change.get("rehearsal_pair") or {}
     found = change.get("rehearsal")
-    head = "Rollback rehearsal for %s: " % name
     if found:
         where = found.get("operation") or "rollback"
         if found.get("group"):
             where += ", on %s of rehearsal group %s" % (found.get("cluster"), found["group"])
-        return (
-            head
-            + "[%s](../%s/report.md) (%s), %s -> %s, time to restore %s, %s to a "
-            % (
-                found.get("bundle"),
-                found.get("bundle"),
-                where,
-                found.get("from") or "-",
-                found.get("to") or "-",
-                _fmt_s(found.get("time_to_restore_s")),
-                _fmt_s(found.get("time_to_verified_s")),
-            )
-            + "passing verification, verified."
-        )
-    none = "none on record for %s" % pair_text(pair.get("cluster") or name, pair)
+        return {
+            "found": True,
+            "bundle": found.get("bundle"),
+            "where": where,
+            "versions": "%s -> %s" % (found.get("from") or "-", found.get("to") or "-"),
+            "restore": _fmt_s(found.get("time_to_restore_s")),
+            "verified": _fmt_s(found.get("time_to_verified_s")),
+        }
     waiver = change.get("rehearsal_waiver")
-    if waiver:
-        return head + "%s; waived: %s." % (none, waiver_text(waiver))
-    if decision == "not_approved":
-        return head + (
-            "%s: not approved (rehearse it: playbooks/rollback.yml from this run's bundle, then "
-            "roll out again; or kaiops_rollout_rehearsal_waiver)." % none
-        )
-    return head + none + "."
+    return {
+        "found": False,
+        "pair": pair_text(pair.get("cluster") or name, pair),
+        "waiver": waiver_text(waiver) if waiver else None,
+        "not_approved": decision == "not_approved",
+    }
 
 
 def _changed(cluster):
@@ -533,234 +522,166 @@ def _changed(cluster):
     return text
 
 
-def change_board(report):
-    """The part a change board reads first: what changed where and by whom, each gate with its
-    figure and threshold, the decision, the rollback and its time, before/after, governance,
-    cost, evidence links."""
-    clusters = report.get("clusters") or {}
-    if not any(c.get("change") for c in clusters.values()):
-        return []
-    req = report["request"] if isinstance(report.get("request"), dict) else {}
+def _headline(report, clusters):
+    """The decision in words; a rollback's own words when every cluster rolled back."""
     rollback_only = all(
         (c.get("change") or {}).get("operation") == "rollback" for c in clusters.values()
     )
     text = DECISION_TEXT.get(report["decision"], report["decision"])
     if rollback_only:
-        text = {
-            "rolled_back": "rolled back to the revision the bundle recorded before its change, "
-            "configuration restored, verified",
-            "rollback_failed": "the rollback did not end verified: act now",
-        }.get(report["decision"], text)
-    lines = [
-        "%s." % (text[:1].upper() + text[1:]),
-        "",
-        "## What changed, where, by whom",
-        "",
-        "| Cluster | Decision | Change (version, Helm revision) | Owner | On a failed gate "
-        "| Took |",
-        "|---|---|---|---|---|---|",
+        text = ROLLBACK_DECISION_TEXT.get(report["decision"], text)
+    return text[:1].upper() + text[1:]
+
+
+def _change_row(name, cluster, req):
+    change = cluster.get("change") or {}
+    return {
+        "name": name,
+        "decision": cluster["decision"].upper(),
+        "change": _changed(cluster),
+        "owner": (cluster.get("request") or req).get("change_owner"),
+        "policy": policy_text(change.get("policy")),
+        "took": _fmt_s(change.get("duration_s")),
+    }
+
+
+def _board_gates(name, cluster):
+    """The gates of the change itself (upgrade, verification, rollback, governance, approval);
+    the request's and the preflight's are only counted here."""
+    return [
+        dict(_gate_row(g), cluster=name, evidence=g.get("evidence"))
+        for g in cluster["gates"]
+        if g.get("stage") in BOARD_STAGES
     ]
-    for name, c in sorted(clusters.items()):
-        change = c.get("change") or {}
-        took = change.get("duration_s")
-        lines.append(
-            "| %s | **%s** | %s | %s | %s | %s |"
-            % (
-                _cell(name),
-                c["decision"].upper(),
-                _cell(_changed(c)),
-                _cell((c.get("request") or req).get("change_owner")),
-                _cell(policy_text(change.get("policy"))),
-                _fmt_s(took),
-            )
+
+
+def _preflight_gates(clusters):
+    return [g for c in clusters.values() for g in c["gates"] if g.get("stage") in PREFLIGHT_STAGES]
+
+
+def _before_after(change):
+    """The figures measured before and after the change, side by side (None: neither)."""
+    figs = change.get("figures") or {}
+    if not (figs.get("baseline") or figs.get("verify")):
+        return None
+    return {
+        "before": (figs.get("baseline") or {}).get("version") or "-",
+        "after": (figs.get("verify") or {}).get("version") or "-",
+        "rows": side_by_side(figs.get("baseline"), figs.get("verify")),
+        "not_measured": None
+        if figs.get("baseline")
+        else (change.get("baseline_note") or "see the steps"),
+    }
+
+
+def _rollback(change, rollback):
+    """The downgrade: how, to what, what it kept and restored, and its times."""
+    summary = (rollback.get("restore") or {}).get("summary") or {}
+    before = (change.get("before") or {}).get("version") or "-"
+    from_decision = rollback.get("decision_to_verified_s")
+    return {
+        "before": before,
+        "method": DOWNGRADE_TEXT.get(rollback.get("method"), rollback.get("method") or "-"),
+        "revision_before": rollback.get("revision_before") or "-",
+        "revision": rollback.get("revision") or "-",
+        "version": rollback.get("version") or "unreadable",
+        "status": rollback.get("status"),
+        "restore": _fmt_s(rollback.get("time_to_restore_s")),
+        "verified": _fmt_s(rollback.get("time_to_verified_s")),
+        "from_decision": None if from_decision is None else _fmt_s(from_decision),
+        "why": rollback.get("method_why") or "-",
+        "kept": ", ".join(
+            "%s %d" % (k, len(v))
+            for k, v in sorted((rollback.get("survivors_after") or {}).items())
         )
-    lines += [
-        "",
-        "Prevention (this upgrade) and remediation (recovery.yml, its own owner and report) are "
-        "separate steps: this report covers prevention.",
-        "",
-        "## Gates",
-        "",
-        "| Cluster | Stage | Gate | Figure | Threshold | Result | Evidence |",
-        "|---|---|---|---|---|---|---|",
+        or "not read",
+        "restored": summary.get("restored"),
+        "unchanged": summary.get("unchanged"),
+        "not_restored": summary.get("not_restored"),
+        "not_restored_objects": summary.get("not_restored_objects") or [],
+    }
+
+
+def _interrupted(change):
+    """Earlier runs of this change that were cut off, and which one this run resumed."""
+    return [
+        {
+            "bundle": run["bundle"],
+            "status": run.get("status"),
+            "last_task": run.get("last_task") or "-",
+            "resumed": change.get("resume", {}).get("bundle") == run["bundle"],
+        }
+        for run in change.get("interrupted_runs") or []
     ]
-    for name, c in sorted(clusters.items()):
-        for g in c["gates"]:
-            if g.get("stage") not in (
-                "upgrade",
-                "verify",
-                "rollback",
-                "governance",
-                APPROVAL_STAGE,
-            ):
-                continue
-            link = g.get("evidence")
-            lines.append(
-                "| %s | %s | %s | %s | %s | %s | %s |"
-                % (
-                    _cell(name),
-                    _cell(g.get("stage")),
-                    _cell(g["gate"]),
-                    _cell(_figure(g)),
-                    _cell(g.get("threshold")),
-                    "pass" if g.get("passed") else "**FAIL**",
-                    "[%s](%s)" % (link, link) if link else "-",
-                )
+
+
+def _governance(governance):
+    """Who can edit KAI's objects, non-system subjects first, and the broad grants flagged."""
+    out = {"error": governance.get("error"), "targets": [], "broad": []}
+    if not out["error"]:
+        for t in governance.get("targets") or []:
+            editors = sorted(t["editors"], key=lambda e: (e["system"], e["subject"]))
+            text = ", ".join(
+                "%s%s" % (e["subject"], "" if not e["system"] else " (system)") for e in editors
             )
-    pre = sum(
-        1
-        for c in clusters.values()
-        for g in c["gates"]
-        if g.get("stage") in ("request", "cluster", "snapshot")
-    )
-    pre_failed = sum(
-        1
-        for c in clusters.values()
-        for g in c["gates"]
-        if g.get("stage") in ("request", "cluster", "snapshot") and not g.get("passed")
-    )
-    lines += [
-        "",
-        "Request and preflight: %d gates, %d failed (per cluster below)." % (pre, pre_failed),
-    ]
-    for name, c in sorted(clusters.items()):
-        change = c.get("change") or {}
-        figs = change.get("figures") or {}
-        if figs.get("baseline") or figs.get("verify"):
-            lines += [
-                "",
-                "## Before and after the change: %s" % name,
-                "",
-                "| Figure | Before (%s) | After (%s) |"
-                % (
-                    (figs.get("baseline") or {}).get("version") or "-",
-                    (figs.get("verify") or {}).get("version") or "-",
-                ),
-                "|---|---|---|",
-            ]
-            for row in side_by_side(figs.get("baseline"), figs.get("verify")):
-                lines.append(
-                    "| %s | %s | %s |" % (row["figure"], _cell(row["before"]), _cell(row["after"]))
-                )
-            if not figs.get("baseline"):
-                lines += [
-                    "",
-                    "Before: not measured in this run (%s)."
-                    % (change.get("baseline_note") or "see the steps"),
-                ]
-        rollback = change.get("rollback") or {}
-        if rollback:
-            restore = rollback.get("restore") or {}
-            summary = restore.get("summary") or {}
-            lines += [
-                "",
-                "## Rollback: %s" % name,
-                "",
-                "- downgrade to %s: %s (release revision %s -> %s), now runs %s: %s; time to "
-                "restore %s (downgrade started to every component at the recorded version, rolled "
-                "out), %s to a passing verification"
-                % (
-                    (change.get("before") or {}).get("version") or "-",
-                    DOWNGRADE_TEXT.get(rollback.get("method"), rollback.get("method") or "-"),
-                    rollback.get("revision_before") or "-",
-                    rollback.get("revision") or "-",
-                    rollback.get("version") or "unreadable",
-                    rollback.get("status"),
-                    _fmt_s(rollback.get("time_to_restore_s")),
-                    _fmt_s(rollback.get("time_to_verified_s")),
-                ),
-                "- from the failed gate's decision to a passing verification on %s: %s"
-                % (
-                    (change.get("before") or {}).get("version") or "-",
-                    _fmt_s(rollback.get("decision_to_verified_s")),
-                )
-                if rollback.get("decision_to_verified_s") is not None
-                else "- (rollback.yml: no failed gate; timed from the start of the downgrade)",
-                "- why this downgrade: %s (helm rollback is not used: it does not restore KAI's "
-                "chart, docs/change-window.md)" % _cell(rollback.get("method_why") or "-"),
-                "- kept through it: %s"
-                % (
-                    ", ".join(
-                        "%s %d" % (k, len(v))
-                        for k, v in sorted((rollback.get("survivors_after") or {}).items())
-                    )
-                    or "not read"
-                ),
-                "- configuration restored: %s, already as recorded: %s, "
-                "**not restored automatically: %s**"
-                % (summary.get("restored"), summary.get("unchanged"), summary.get("not_restored")),
-            ]
-            for item in summary.get("not_restored_objects") or []:
-                lines.append("  - %s" % _cell(item))
-        if "rehearsal" in change:
-            lines += ["", rehearsal_line(name, change, c["decision"])]
-        interrupted = change.get("interrupted_runs") or []
-        if interrupted:
-            lines += ["", "Interrupted runs of this change, kept as they are:"]
-            for run in interrupted:
-                lines.append(
-                    "- %s (status %s, last task: %s)%s"
-                    % (
-                        run["bundle"],
-                        run.get("status"),
-                        run.get("last_task") or "-",
-                        "; resumed from its snapshot"
-                        if change.get("resume", {}).get("bundle") == run["bundle"]
-                        else "",
-                    )
-                )
-        interventions = [
-            r
+            out["targets"].append({"target": t["target"], "editors": text})
+        out["broad"] = [
+            {"subject": b["subject"], "via": b["via"], "why": ", ".join(b["why"])}
+            for b in governance.get("broad") or []
+        ]
+    out["regression"] = governance.get("regression_evidence")
+    return out
+
+
+def _board_cluster(name, cluster):
+    """A cluster's sections of the change board, in the order they are read."""
+    change = cluster.get("change") or {}
+    rollback = change.get("rollback") or {}
+    out = {
+        "name": name,
+        "figures": _before_after(change),
+        "rollback": _rollback(change, rollback) if rollback else None,
+        "rehearsal": rehearsal(name, change, cluster["decision"])
+        if "rehearsal" in change
+        else None,
+        "interrupted": _interrupted(change),
+        "interventions": [
+            {"outcome": r["outcome"], "object": r["object"]}
             for r in (rollback.get("restore") or {}).get("results") or []
             if r.get("outcome") in ("recreated", "replaced")
-        ]
-        lines += [
-            "",
-            "Interventions on %s: %s."
-            % (
-                name,
-                "; ".join("%s %s" % (r["outcome"], r["object"]) for r in interventions)
-                if interventions
-                else "none beyond the Helm %s" % ("downgrade" if rollback else "upgrade"),
-            ),
-        ]
-        governance = change.get("governance")
-        if governance:
-            lines += ["", "## Governance: %s" % name, ""]
-            if governance.get("error"):
-                lines.append("RBAC not read: %s" % _cell(governance["error"]))
-            else:
-                lines += ["| Object | Can edit it (non-system subjects first) |", "|---|---|"]
-                for t in governance.get("targets") or []:
-                    editors = sorted(t["editors"], key=lambda e: (e["system"], e["subject"]))
-                    text = ", ".join(
-                        "%s%s" % (e["subject"], "" if not e["system"] else " (system)")
-                        for e in editors
-                    )
-                    lines.append(
-                        "| %s | %s |"
-                        % (_cell(t["target"]), _cell(text) if text else "nobody found")
-                    )
-                broad = governance.get("broad") or []
-                lines += [""] + (
-                    ["Broad grants flagged:"]
-                    + [
-                        "- **%s** via %s: %s" % (b["subject"], b["via"], ", ".join(b["why"]))
-                        for b in broad
-                    ]
-                    if broad
-                    else ["No broad grant flagged."]
-                )
-            regression = governance.get("regression_evidence")
-            if regression:
-                lines += ["", "Regression evidence is kept in: %s" % _cell(regression)]
-    cost = report.get("cost")
-    if cost and cost.get("markdown"):
-        lines += ["", cost["markdown"].rstrip()]
-    elif cost and cost.get("error"):
-        lines += ["", "Cost of the change window: not computed (%s)." % cost["error"]]
-    lines += ["", "---", ""]
-    return lines
+        ],
+    }
+    governance = change.get("governance")
+    out["governance"] = _governance(governance) if governance else None
+    return out
+
+
+def change_board(report):
+    """The part a change board reads first, as data for the template (None when no cluster has
+    a change): what changed where and by whom, each gate with its figure and threshold, the
+    decision, the rollback and its time, before/after, governance, cost, evidence links."""
+    clusters = report.get("clusters") or {}
+    if not any(c.get("change") for c in clusters.values()):
+        return None
+    req = _request(report)
+    ordered = sorted(clusters.items())
+    headline = _headline(report, clusters)
+    changes = [_change_row(name, c, req) for name, c in ordered]
+    gates = [row for name, c in ordered for row in _board_gates(name, c)]
+    preflight = _preflight_gates(clusters)
+    sections = [_board_cluster(name, c) for name, c in ordered]
+    cost = report.get("cost") or {}
+    return {
+        "headline": headline,
+        "changes": changes,
+        "gates": gates,
+        "preflight": len(preflight),
+        "preflight_failed": sum(1 for g in preflight if not g.get("passed")),
+        "clusters": sections,
+        # the cost module renders its own section (change_cost)
+        "cost_markdown": cost["markdown"].rstrip() if cost.get("markdown") else None,
+        "cost_error": cost.get("error"),
+    }
 
 
 def change_cost(clusters, rate=0):
