@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Report layer of reproduce: report.json (kind reproduce), report.md, junit.xml. No I/O.
+"""Report layer of reproduce: report.json (kind reproduce), report.md, junit.xml. No I/O but
+reading the template: ``markdown_context`` formats the document for
+``templates/reports/reproduce.md.j2``, ``junit_suites`` gives its cases to the one JUnit writer
+(``render/junit.py``).
 
 The verdict, for the release the run is about (the last build that is not exposed):
 - `pass`: every case passed on every build - the exposed build reproduced the edge case

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rollout report: one document per run, rendered as JSON, Markdown and JUnit XML.
 
-Pure functions. ``build`` takes the change request and, per cluster, the record of
-``rollout/pipeline.py`` (gates, steps - run / not run / failed, with the reason - and evidence
-paths), and decides:
+Pure functions (``render_markdown`` reads its template). ``build`` takes the change request
+and, per cluster, the record of ``rollout/pipeline.py`` (gates, steps - run / not run / failed,
+with the reason - and evidence paths), and decides:
 
 - cluster decision ``refused`` when any gate failed, ``proceed`` when every gate passed;
 - run decision ``refused`` when any cluster was refused, otherwise ``proceed``.
@@ -13,6 +13,10 @@ paths), and decides:
 The steps that are not built yet come from the pipeline's ``STAGES``. A step that was not run
 says why; nothing is reported as done that was not done. ``error_report`` is the document
 written when the report itself cannot be built, so a run always leaves its three files.
+
+Judging apart from rendering: ``markdown_context`` (with ``change_board``, the change board's
+summary) turns the document into the data ``templates/reports/rollout.md.j2`` lays out;
+``junit_suites`` gives its cases to the one JUnit writer (``render/junit.py``).
 """
 
 from __future__ import absolute_import, division, print_function
