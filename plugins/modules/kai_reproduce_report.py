@@ -21,6 +21,7 @@ description:
 extends_documentation_fragment:
   - kaiops.runbooks.attributes
   - kaiops.runbooks.evidence
+  - kaiops.runbooks.report
 options:
   run_id:
     description: The run's id.
@@ -108,6 +109,7 @@ evidence_dir:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     EVIDENCE_ARG_SPEC,
+    REPORT_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner import run_report
@@ -116,6 +118,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner i
 def argspec():
     return merge_specs(
         EVIDENCE_ARG_SPEC,
+        REPORT_ARG_SPEC,
         {
             "run_id": {"type": "str", "required": True},
             "cluster": {"type": "str", "required": True},

@@ -30,6 +30,7 @@ description:
   - Touches no cluster. Never replaces a file, so a second report in the same run fails.
 extends_documentation_fragment:
   - kaiops.runbooks.evidence
+  - kaiops.runbooks.report
   - kaiops.runbooks.attributes
 options:
   request:
@@ -126,6 +127,7 @@ evidence_dir:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     EVIDENCE_ARG_SPEC,
+    REPORT_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
@@ -136,6 +138,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner imp
 def argspec():
     return merge_specs(
         EVIDENCE_ARG_SPEC,
+        REPORT_ARG_SPEC,
         {
             "request": {"type": "raw", "required": True},
             "clusters": {"type": "raw", "required": True},

@@ -512,7 +512,8 @@ def test_recovery_observe_opens_its_window_before_the_watches_and_times_nothing_
     assert [s["what"] for s in untimed] == ["pod has a node (bound)", "container running"]
     assert timeline["steps"][0] == untimed[0]  # untimed steps first
     doc_case = dict(result, verdict="pass", declared={"expect": "binds"})
-    assert "edge bound (before the window opened, not timed)" in R._cell(doc_case)[1]
+    observed = R._case_columns(doc_case)["observed"]
+    assert "edge bound (before the window opened, not timed)" in observed
 
 
 def test_log_lines_before_the_submission_by_the_nodes_clock_are_not_timed():

@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Report layer of reproduce: report.json (kind reproduce), report.md, junit.xml. No I/O.
+"""Report layer of reproduce: report.json (kind reproduce), report.md, junit.xml. No I/O but
+reading the template: ``markdown_context`` formats the document for
+``templates/reports/reproduce.md.j2``, ``junit_suites`` gives its cases to the one JUnit writer
+(``render/junit.py``).
 
 The verdict, for the release the run is about (the last build that is not exposed):
 - `pass`: every case passed on every build - the exposed build reproduced the edge case
@@ -16,9 +19,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from decimal import Decimal
-from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import junit, markdown
 
 EDGE_CASES = ("nil_data", "variants")
 
@@ -166,260 +169,237 @@ def cost_section(results, gpus, rate):
     }
 
 
-def _cell(r):
+def _bound_text(w):
+    """When a bound workload bound: timed, or why it was not."""
+    bound = w.get("submit_to_bound_s")
+    if bound is not None:
+        return "%.2fs" % bound
+    return "before the window opened, not timed" if w.get("bound_before_window") else "not timed"
+
+
+def _observed(w):
+    """One workload as observed: bound, or Pending with its failed attempts and first reason."""
+    if w["node"]:
+        return "%s bound (%s)" % (w["name"], _bound_text(w))
+    reason = next((a["reason"] for a in w["attempts"] if a.get("reason")), None)
+    return "%s Pending, %d failed attempts%s" % (
+        w["name"],
+        w["failed_attempts"],
+        ", " + reason if reason else "",
+    )
+
+
+def _case_columns(r):
+    """A case on one build: what was expected, observed and judged (``r`` None: not run)."""
     if r is None:
-        return "not run", "-", "-"
+        return {"expected": "not run", "observed": "-", "verdict": "-"}
     failed = [c for c in r["assertions"] if c["result"] != "pass"]
-    obs = []
-    for w in r["observations"]:
-        if w["node"]:
-            bound = w.get("submit_to_bound_s")
-            obs.append(
-                "%s bound (%s)"
-                % (
-                    w["name"],
-                    "%.2fs" % bound
-                    if bound is not None
-                    else "before the window opened, not timed"
-                    if w.get("bound_before_window")
-                    else "not timed",
-                )
-            )
-        else:
-            reason = next((a["reason"] for a in w["attempts"] if a.get("reason")), None)
-            obs.append(
-                "%s Pending, %d failed attempts%s"
-                % (w["name"], w["failed_attempts"], ", " + reason if reason else "")
-            )
+    observed = "; ".join(_observed(w) for w in r["observations"]) or "-"
     verdict = "**%s**" % r["verdict"].upper() if r["verdict"] != "pass" else "pass"
     if failed:
         verdict += " (" + "; ".join(c["name"] for c in failed) + ")"
-    return r["declared"]["expect"], "; ".join(obs) or "-", verdict
+    return {"expected": r["declared"]["expect"], "observed": observed, "verdict": verdict}
 
 
-def _binder_flag_lines(builds):
-    """Each build's binder flags whole, one to a line (a flag is never cut)."""
-    lines = []
+def _side_by_side(cases, builds):
+    """One row per case key (in the order the cases came), one column group per build."""
+    keys = []
+    for r in cases:
+        if _key(r) not in keys:
+            keys.append(_key(r))
+    by_key = {}
+    for r in cases:
+        by_key.setdefault((_key(r), r["build"]["version"]), r)
+    return [
+        {"case": key, "builds": [_case_columns(by_key.get((key, b["version"]))) for b in builds]}
+        for key in keys
+    ]
+
+
+def _build_row(b):
+    ident = b.get("identity") or {}
+    flags = ident.get("binder_flags")
+    return {
+        "version": b["version"],
+        "implementation": ident.get("implementation_label", "-"),
+        "chart": (ident.get("helm") or {}).get("chart", "-"),
+        "behaviour": b["behaviour"],
+        "source": b["behaviour_source"],
+        "gpu_sharing": ident.get("gpu_sharing"),
+        "flags": "%d, listed below" % len(flags) if flags else "-",
+    }
+
+
+def _binder_flags(builds):
+    """Each build's binder flags whole, one to a line (a flag is never cut); a backtick would
+    end the code span, so it reads as a quote."""
+    out = []
     for b in builds:
         flags = (b.get("identity") or {}).get("binder_flags") or []
         if flags:
-            lines += ["", "Binder flags of %s:" % b["version"], ""]
-            lines += ["- `%s`" % f.replace("`", "'") for f in flags]
-    return lines
+            out.append({"version": b["version"], "flags": [f.replace("`", "'") for f in flags]})
+    return out
 
 
-def render_markdown(doc):
-    builds = doc["builds"]
-    lines = [
-        "# Reproduce: the nil-data GPU-sharing ConfigMap panic",
-        "",
-        "**Verdict for %s: %s**" % (doc["kai_version"], doc["verdict"].upper()),
-        "",
+def _latency(figure):
+    return "%s / %s (%d of %d)" % (figure["p50_s"], figure["p95_s"], figure["count"], figure["of"])
+
+
+def _metrics_row(r):
+    m = r["metrics"]
+    return {
+        "version": r["build"]["version"],
+        "case": _key(r),
+        "submissions": "%d" % m["submissions"],
+        "affected": "%d" % m["affected_submissions"],
+        "failed_attempts": "%d" % m["failed_attempts"],
+        "bound": _latency(m["submit_to_bound"]),
+        "running": _latency(m["submit_to_running"]),
+        "completed": "%d of %d" % (m["completion"]["completed"], m["completion"]["of"]),
+    }
+
+
+def _concurrency(cases):
+    """The concurrency cases, reported apart from the minimal reproduction."""
+    return [
+        {
+            "version": r["build"]["version"],
+            "submissions": "%d" % r["metrics"]["submissions"],
+            "causes": r["metrics"]["failures_by_cause"] or "none",
+        }
+        for r in cases
+        if r["case"] == "concurrency"
     ]
-    lines += ["- %s" % r for r in doc["reasons"]] + ([""] if doc["reasons"] else [])
-    lines += [
-        "Run `%s`, %s; cluster `%s` (Kubernetes %s)."
-        % (
-            doc["run_id"],
-            doc["generated_at"],
-            doc["cluster"],
-            (builds[0].get("identity") or {}).get("kubernetes_version") if builds else "-",
-        ),
-        "",
+
+
+def _stale(cases):
+    return [
+        {
+            "version": r["build"]["version"],
+            "case": _key(r),
+            "kind": s["kind"],
+            "detail": s["object"] + "; " + s["evidence"],
+        }
+        for r in cases
+        for s in r.get("stale_state") or []
     ]
-    prov = doc.get("provenance") or {}
-    if prov:
-        lines += [
-            "Operator `%s`, collection commit `%s`, inventory `%s`."
-            % (prov.get("operator"), prov.get("collection_commit"), prov.get("inventory")),
-            "",
-        ]
-    if doc.get("override"):
-        lines += [
-            "Cluster not marked disposable; fixtures planted under an override: %s"
-            % doc["override"],
-            "",
-        ]
-    lines += [
-        "## Builds",
-        "",
-        "| build | implementation | chart | behaviour (source) | GPU sharing | binder flags |",
-        "|---|---|---|---|---|---|",
-    ]
-    for b in builds:
-        ident = b.get("identity") or {}
-        helm = ident.get("helm") or {}
-        lines.append(
-            "| %s | %s | %s | %s (%s) | %s | %s |"
-            % (
-                b["version"],
-                ident.get("implementation_label", "-"),
-                helm.get("chart", "-"),
-                b["behaviour"],
-                b["behaviour_source"],
-                ident.get("gpu_sharing"),
-                "%d, listed below" % len(ident.get("binder_flags") or [])
-                if ident.get("binder_flags")
-                else "-",
-            )
-        )
-    lines += _binder_flag_lines(builds)
-    lines += ["", "## Cases, side by side", ""]
-    header = "| case |" + "".join(
-        " %s expected | %s observed | %s verdict |" % ((b["version"],) * 3) for b in builds
+
+
+def _variants(cases):
+    """How the API server stored the two ways of writing an empty ``data`` (nil_data case)."""
+    nil_data = next((r for r in cases if r["case"] == "nil_data"), None)
+    if not nil_data:
+        return None
+    identical = (nil_data.get("extra") or {}).get("variants_identical")
+    return "identically" if identical else "differently"
+
+
+def _step_text(step):
+    when = (
+        "%+.3fs" % step["s"]
+        if step["s"] is not None
+        else "(not timed: %s)" % step.get("note", "no time")
     )
-    lines += [header, "|---|" + "---|---|---|" * len(builds)]
-    keys = []
+    return "%s %s%s" % (when, step["what"], " [node clock]" if step.get("clock") else "")
+
+
+def _timelines(cases):
+    """The first workload of each case, its first ten steps."""
+    return [
+        {
+            "version": r["build"]["version"],
+            "case": _key(r),
+            "workload": t["workload"],
+            "steps": ", ".join(_step_text(s) for s in t["steps"][:10]),
+        }
+        for r in cases
+        for t in (r.get("timeline") or [])[:1]
+    ]
+
+
+def _leftovers(doc):
+    return [
+        {
+            "name": ns.get("name"),
+            "run": (ns.get("labels") or {}).get("kaiops.dev/run-id"),
+            "created": ns.get("creationTimestamp"),
+        }
+        for ns in doc.get("leftovers_removed") or []
+    ]
+
+
+def _provenance(doc):
+    prov = doc.get("provenance") or {}
+    if not prov:
+        return None
+    return {
+        "operator": prov.get("operator"),
+        "commit": prov.get("collection_commit"),
+        "inventory": prov.get("inventory"),
+    }
+
+
+def markdown_context(doc):
+    """What ``templates/reports/reproduce.md.j2`` lays out: every figure already formatted."""
+    builds, cases = doc["builds"], doc["cases"]
+    cost_section = doc.get("cost")
+    return {
+        "kai_version": doc["kai_version"],
+        "verdict": doc["verdict"].upper(),
+        "reasons": doc["reasons"],
+        "run_id": doc["run_id"],
+        "generated_at": doc["generated_at"],
+        "cluster": doc["cluster"],
+        "kubernetes": (
+            (builds[0].get("identity") or {}).get("kubernetes_version") if builds else "-"
+        ),
+        "provenance": _provenance(doc),
+        "override": doc.get("override"),
+        "builds": [_build_row(b) for b in builds],
+        "binder_flags": _binder_flags(builds),
+        "versions": [b["version"] for b in builds],
+        "side_by_side": _side_by_side(cases, builds),
+        "metrics": [_metrics_row(r) for r in cases],
+        "concurrency": _concurrency(cases),
+        "stale": _stale(cases),
+        "variants": _variants(cases),
+        "timelines": _timelines(cases),
+        "leftovers": _leftovers(doc),
+        "interventions": doc.get("interventions") or [],
+        # the cost module renders its own section (cost_section above)
+        "cost_markdown": cost_section.get("markdown") if cost_section else None,
+    }
+
+
+def render_markdown(doc, template_dir=None):
+    """report.md: ``doc`` rendered with ``templates/reports/reproduce.md.j2``."""
+    return markdown.render("reproduce.md.j2", markdown_context(doc), template_dir)
+
+
+def junit_suites(doc):
+    """One suite, one case per case and build; a case with a failed assertion is a failure that
+    names the first and lists each with its figure and what was expected."""
+    cases = []
     for r in doc["cases"]:
-        if _key(r) not in keys:
-            keys.append(_key(r))
-    for key in keys:
-        row = "| %s |" % key
-        for b in builds:
-            r = next(
-                (
-                    x
-                    for x in doc["cases"]
-                    if _key(x) == key and x["build"]["version"] == b["version"]
+        case = {
+            "classname": "reproduce.%s" % r["build"]["version"].replace(".", "_"),
+            "name": "%s on %s" % (_key(r), r["build"]["version"]),
+            "time": r.get("duration_s") or 0,
+        }
+        failed = [c for c in r["assertions"] if c["result"] != "pass"]
+        if failed:
+            case["failure"] = {
+                "message": failed[0]["name"],
+                "type": "assertion",
+                "text": "\n".join(
+                    "%s: figure %s, expected %s" % (c["name"], c["figure"], c["expected"])
+                    for c in failed
                 ),
-                None,
-            )
-            row += " %s | %s | %s |" % _cell(r)
-        lines.append(row)
-    lines += [
-        "",
-        "## Metrics (failed and timed-out attempts stay in every denominator)",
-        "",
-        "| build | case | submissions | affected | failed attempts "
-        "| submit-to-bound p50 / p95 (n of N) | submit-to-Running p50 / p95 (n of N) | completed |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in doc["cases"]:
-        m = r["metrics"]
-        b, run = m["submit_to_bound"], m["submit_to_running"]
-        lines.append(
-            "| %s | %s | %d | %d | %d | %s / %s (%d of %d) | %s / %s (%d of %d) | %d of %d |"
-            % (
-                r["build"]["version"],
-                _key(r),
-                m["submissions"],
-                m["affected_submissions"],
-                m["failed_attempts"],
-                b["p50_s"],
-                b["p95_s"],
-                b["count"],
-                b["of"],
-                run["p50_s"],
-                run["p95_s"],
-                run["count"],
-                run["of"],
-                m["completion"]["completed"],
-                m["completion"]["of"],
-            )
-        )
-    conc = [r for r in doc["cases"] if r["case"] == "concurrency"]
-    if conc:
-        lines += ["", "## Concurrency (reported apart from the minimal reproduction)", ""]
-        for r in conc:
-            lines.append(
-                "- %s: %d submissions, failures by cause %s"
-                % (
-                    r["build"]["version"],
-                    r["metrics"]["submissions"],
-                    r["metrics"]["failures_by_cause"] or "none",
-                )
-            )
-    stale = [(r, s) for r in doc["cases"] for s in r.get("stale_state") or []]
-    lines += ["", "## Stale state found (listed with evidence; nothing removed)", ""]
-    lines += [
-        "- %s %s: %s - %s"
-        % (r["build"]["version"], _key(r), s["kind"], s["object"] + "; " + s["evidence"])
-        for r, s in stale
-    ] or ["- none"]
-    variants = next((r for r in doc["cases"] if r["case"] == "nil_data"), None)
-    if variants:
-        ident = (variants.get("extra") or {}).get("variants_identical")
-        lines += [
-            "",
-            "`data` omitted and `data: {}` were stored %s by the API server."
-            % ("identically" if ident else "differently"),
-        ]
-    lines += [
-        "",
-        "## Timelines (one workload per case; seconds from the gate lift, controller clock; log",
-        "lines, marked, at the node's clock; the whole of each in the case's timeline.json)",
-        "",
-    ]
-    for r in doc["cases"]:
-        for t in (r.get("timeline") or [])[:1]:
-            steps = ", ".join(
-                "%s %s%s"
-                % (
-                    "%+.3fs" % s["s"]
-                    if s["s"] is not None
-                    else "(not timed: %s)" % s.get("note", "no time"),
-                    s["what"],
-                    " [node clock]" if s.get("clock") else "",
-                )
-                for s in t["steps"][:10]
-            )
-            lines.append(
-                "- %s %s `%s`: %s" % (r["build"]["version"], _key(r), t["workload"], steps)
-            )
-    for ns in doc.get("leftovers_removed") or []:
-        lines.append(
-            "Removed before planting: namespace `%s` left by run %s (created %s)."
-            % (
-                ns.get("name"),
-                (ns.get("labels") or {}).get("kaiops.dev/run-id"),
-                ns.get("creationTimestamp"),
-            )
-        )
-    if doc.get("interventions"):
-        lines += ["", "## Interventions", ""] + ["- %s" % i for i in doc["interventions"]]
-    else:
-        lines += ["", "Interventions: none (none is applied unless enabled)."]
-    if doc.get("cost") and doc["cost"].get("markdown"):
-        lines += ["", doc["cost"]["markdown"]]
-    lines += [
-        "",
-        "## Evidence",
-        "",
-        "Per case and build under `cases/<build>/<case>/`: expectation.json "
-        "(written before the case ran), "
-        "watch-*.jsonl (every version of every pod, BindRequest, ConfigMap and event), "
-        "binder logs (current and previous), "
-        "configmaps and reservation pods after, observations.json, assertions.json, timeline.json.",
-        "",
-    ]
-    return "\n".join(lines)
+            }
+        cases.append(case)
+    return [{"name": "reproduce", "cases": cases}]
 
 
 def render_junit(doc):
-    cases = []
-    failures = 0
-    for r in doc["cases"]:
-        name = "%s on %s" % (_key(r), r["build"]["version"])
-        failed = [c for c in r["assertions"] if c["result"] != "pass"]
-        body = ""
-        if failed:
-            failures += 1
-            text = "\n".join(
-                "%s: figure %s, expected %s" % (c["name"], c["figure"], c["expected"])
-                for c in failed
-            )
-            body = "<failure message=%s>%s</failure>" % (quoteattr(failed[0]["name"]), escape(text))
-        cases.append(
-            '<testcase classname="reproduce.%s" name=%s time="%.3f">%s</testcase>'
-            % (
-                r["build"]["version"].replace(".", "_"),
-                quoteattr(name),
-                r.get("duration_s") or 0,
-                body,
-            )
-        )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites><testsuite name="reproduce" tests="%d" failures="%d">%s'
-        "</testsuite></testsuites>\n" % (len(cases), failures, "".join(cases))
-    )
+    """junit.xml, written by the one JUnit writer (render/junit.py)."""
+    return junit.render("kaiops reproduce", junit_suites(doc))

@@ -710,7 +710,7 @@ def run_report(module):
         module,
         [
             ("report.json", doc),
-            ("report.md", R.render_markdown(doc)),
+            ("report.md", R.render_markdown(doc, p.get("template_dir"))),
             ("junit.xml", R.render_junit(doc)),
         ],
     )

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rollout report: one document per run, rendered as JSON, Markdown and JUnit XML.
 
-Pure functions. ``build`` takes the change request and, per cluster, the record of
-``rollout/pipeline.py`` (gates, steps - run / not run / failed, with the reason - and evidence
-paths), and decides:
+Pure functions (``render_markdown`` reads its template). ``build`` takes the change request
+and, per cluster, the record of ``rollout/pipeline.py`` (gates, steps - run / not run / failed,
+with the reason - and evidence paths), and decides:
 
 - cluster decision ``refused`` when any gate failed, ``proceed`` when every gate passed;
 - run decision ``refused`` when any cluster was refused, otherwise ``proceed``.
@@ -13,6 +13,10 @@ paths), and decides:
 The steps that are not built yet come from the pipeline's ``STAGES``. A step that was not run
 says why; nothing is reported as done that was not done. ``error_report`` is the document
 written when the report itself cannot be built, so a run always leaves its three files.
+
+Judging apart from rendering: ``markdown_context`` (with ``change_board``, the change board's
+summary) turns the document into the data ``templates/reports/rollout.md.j2`` lays out;
+``junit_suites`` gives its cases to the one JUnit writer (``render/junit.py``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,9 +24,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from decimal import Decimal
-from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_line
+from ansible_collections.kaiops.runbooks.plugins.module_utils.render import junit, markdown
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change import (
     APPROVAL_STAGE,
     APPROVAL_STEP,
@@ -81,6 +85,103 @@ def run_decision(decisions):
     return min(decisions, key=SEVERITY.index)
 
 
+def _cluster_decision(entry, gates):
+    """``refused`` without a gate or with a failed one, else ``proceed``; the change window's
+    own decision (rollout/change.py decide()) when it recorded one."""
+    decision = _decision(gates) if gates else "refused"
+    if gates and entry.get("decision") in DECISIONS:
+        decision = entry["decision"]
+    return decision
+
+
+def _gate_reasons(gates):
+    """Each failed gate's message, with its fix when it has one."""
+    if not gates:
+        return ["no preflight gate was recorded for this cluster"]
+    return [
+        "%s (fix: %s)" % (g.get("message") or g["gate"], g["fix"])
+        if g.get("fix")
+        else g.get("message") or g["gate"]
+        for g in gates
+        if not g.get("passed")
+    ]
+
+
+def _not_run_reason(pending, entry, gates, decision):
+    """Why a step of the pipeline that the cluster did not record was not run."""
+    failed_names = [g["gate"] for g in gates if not g.get("passed")]
+    reason = (
+        "preflight refused (failed gates: %s)" % (", ".join(failed_names) or "none recorded")
+        if decision == "refused"
+        else pending.get("reason") or "not run"
+    )
+    note = (entry.get("change") or {}).get("baseline_note")
+    if pending.get("step") == "baseline" and note and decision != "refused":
+        reason = "not measured: %s" % note
+    return reason
+
+
+def _steps(entry, gates, decision, pending_steps):
+    """The cluster's recorded steps (an unknown status reads ``failed``), then each pending step
+    it did not record as ``not_run``, in the order the rollout runs them."""
+    steps = []
+    for step in entry.get("steps") or []:
+        status = step.get("status")
+        if status not in STEP_STATUSES:
+            status = "failed"
+        steps.append(
+            {"step": step.get("step"), "status": status, "reason": step.get("reason") or ""}
+        )
+    recorded = {s["step"] for s in steps}
+    for pending in pending_steps or ():
+        if pending.get("step") in recorded:
+            continue
+        reason = _not_run_reason(pending, entry, gates, decision)
+        steps.append({"step": pending.get("step"), "status": "not_run", "reason": reason})
+    steps.sort(key=lambda s: STEP_ORDER.get(s["step"], -1))
+    return steps
+
+
+def _cluster_report(entry, pending_steps):
+    """One cluster's part of the report: its decision, the reasons for it, its steps."""
+    if not entry:
+        entry = {"steps": [NO_RECORD_STEP]}
+    gates = list(entry.get("gates") or [])
+    decision = _cluster_decision(entry, gates)
+    reasons = _gate_reasons(gates)
+    steps = _steps(entry, gates, decision, pending_steps)
+    if gates:
+        # so that no decision stands without its reason
+        reasons += [
+            "step %s failed: %s" % (s["step"], s["reason"] or "no reason recorded")
+            for s in steps
+            if s["status"] == "failed" and s["step"] in DECIDING_STEPS
+        ]
+    out = {
+        "decision": decision,
+        "reasons": reasons,
+        "request": entry.get("request"),
+        "current_version": entry.get("current_version"),
+        "implementation_label": entry.get("implementation_label"),
+        "gates": gates,
+        "steps": steps,
+        "evidence": sorted(set(entry.get("evidence") or [])),
+    }
+    if entry.get("change"):
+        out["change"] = entry["change"]
+    return out
+
+
+def _summary(out_clusters):
+    return {
+        "clusters": len(out_clusters),
+        "gates": sum(len(c["gates"]) for c in out_clusters.values()),
+        "gates_failed": sum(
+            1 for c in out_clusters.values() for g in c["gates"] if not g.get("passed")
+        ),
+    }
+
+
 def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=None):
     """The report document (what report.json holds).
 
@@ -95,67 +196,9 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=
     if pending_steps is None:
         pending_steps = pipeline_pending_steps()
     request = request if isinstance(request, dict) else {}
-    out_clusters = {}
-    for name in sorted(clusters):
-        entry = clusters[name] or {}
-        if not entry:
-            entry = {"steps": [NO_RECORD_STEP]}
-        gates = list(entry.get("gates") or [])
-        decision = _decision(gates) if gates else "refused"
-        if gates and entry.get("decision") in DECISIONS:
-            decision = entry["decision"]  # the change window's, rollout/change.py decide()
-        reasons = [
-            "%s (fix: %s)" % (g.get("message") or g["gate"], g["fix"])
-            if g.get("fix")
-            else g.get("message") or g["gate"]
-            for g in gates
-            if not g.get("passed")
-        ]
-        if not gates:
-            reasons = ["no preflight gate was recorded for this cluster"]
-        steps = []
-        for step in entry.get("steps") or []:
-            status = step.get("status")
-            if status not in STEP_STATUSES:
-                status = "failed"
-            steps.append(
-                {"step": step.get("step"), "status": status, "reason": step.get("reason") or ""}
-            )
-        recorded = {s["step"] for s in steps}
-        for pending in pending_steps or ():
-            if pending.get("step") in recorded:
-                continue
-            failed_names = [g["gate"] for g in gates if not g.get("passed")]
-            reason = (
-                "preflight refused (failed gates: %s)"
-                % (", ".join(failed_names) or "none recorded")
-                if decision == "refused"
-                else pending.get("reason") or "not run"
-            )
-            note = (entry.get("change") or {}).get("baseline_note")
-            if pending.get("step") == "baseline" and note and decision != "refused":
-                reason = "not measured: %s" % note
-            steps.append({"step": pending.get("step"), "status": "not_run", "reason": reason})
-        steps.sort(key=lambda s: STEP_ORDER.get(s["step"], -1))
-        if gates:
-            # so that no decision stands without its reason
-            reasons += [
-                "step %s failed: %s" % (s["step"], s["reason"] or "no reason recorded")
-                for s in steps
-                if s["status"] == "failed" and s["step"] in DECIDING_STEPS
-            ]
-        out_clusters[name] = {
-            "decision": decision,
-            "reasons": reasons,
-            "request": entry.get("request"),
-            "current_version": entry.get("current_version"),
-            "implementation_label": entry.get("implementation_label"),
-            "gates": gates,
-            "steps": steps,
-            "evidence": sorted(set(entry.get("evidence") or [])),
-        }
-        if entry.get("change"):
-            out_clusters[name]["change"] = entry["change"]
+    out_clusters = {
+        name: _cluster_report(clusters[name] or {}, pending_steps) for name in sorted(clusters)
+    }
     refused = sorted(n for n, c in out_clusters.items() if c["decision"] == "refused")
     extra = {}
     if any(c.get("change") for c in out_clusters.values()):
@@ -183,13 +226,7 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=
             # Files of this run's bundle, relative to it (each cluster lists its own as well).
             "evidence": list(RUN_EVIDENCE),
             "clusters": out_clusters,
-            "summary": {
-                "clusters": len(out_clusters),
-                "gates": sum(len(c["gates"]) for c in out_clusters.values()),
-                "gates_failed": sum(
-                    1 for c in out_clusters.values() for g in c["gates"] if not g.get("passed")
-                ),
-            },
+            "summary": _summary(out_clusters),
         },
     )
 
@@ -234,14 +271,6 @@ def waiver_text(waiver):
     return "%s (approved by %s)" % (waiver.get("reason") or "-", waiver.get("approved_by") or "-")
 
 
-def _cell(value):
-    if value is None or value == "":
-        return "-"
-    if isinstance(value, (list, tuple)):
-        value = ", ".join(str(v) for v in value)
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def _figure(gate_record):
     """A gate's figure as the report shows it: a number with its unit when the gate has one."""
     figure, unit = gate_record.get("figure"), gate_record.get("unit")
@@ -250,24 +279,13 @@ def _figure(gate_record):
     return figure
 
 
-def render_markdown(report):
-    req = report["request"] if isinstance(report.get("request"), dict) else {}
-    rollback_only = report.get("clusters") and all(
-        (c.get("change") or {}).get("operation") == "rollback" for c in report["clusters"].values()
-    )
-    lines = [
-        "# KAI Scheduler %s report" % ("rollback" if rollback_only else "rollout"),
-        "",
-        "Generated: %s" % report["generated_at"],
-        "",
-    ]
-    if report.get("run"):
-        lines += [run_line(report["run"]), ""]
-    lines += ["**Decision: %s**" % report["decision"].upper(), ""]
-    if report.get("error"):
-        lines += ["**Error**: %s" % _cell(report["error"]), ""]
-    lines += change_board(report)
-    not_run = sorted(
+def _request(report):
+    return report["request"] if isinstance(report.get("request"), dict) else {}
+
+
+def _not_run_steps(report):
+    """The steps some cluster did not run, in the order the rollout runs them."""
+    return sorted(
         {
             s["step"]
             for c in report["clusters"].values()
@@ -276,150 +294,147 @@ def render_markdown(report):
         },
         key=lambda step: (STEP_ORDER.get(step, -1), step),
     )
-    if not_run:
-        lines += ["Steps not run (reason per cluster below): %s." % ", ".join(not_run), ""]
-    lines += [
-        "## What was asked",
-        "",
-        "| Field | Value |",
-        "|---|---|",
-        "| Change owner | %s |" % _cell(req.get("change_owner")),
-        "| KAI version under test | %s |" % _cell(req.get("kai_version")),
-        "| Rollback target | %s |" % _cell(req.get("rollback_target")),
-        "| Regression waiver | %s |" % _cell(waiver_text(req.get("regression_waiver"))),
-        "| Rehearsal waiver | %s |" % _cell(waiver_text(req.get("rehearsal_waiver"))),
-        "| Clusters | %s |" % _cell(sorted(report["clusters"])),
-        "",
-        "Thresholds:",
-        "",
-    ]
+
+
+def _asked(req):
+    """What was asked, each field as the report shows it."""
+    return {
+        "change_owner": req.get("change_owner"),
+        "kai_version": req.get("kai_version"),
+        "rollback_target": req.get("rollback_target"),
+        "regression_waiver": waiver_text(req.get("regression_waiver")),
+        "rehearsal_waiver": waiver_text(req.get("rehearsal_waiver")),
+    }
+
+
+def _thresholds(req):
     thresholds = req.get("thresholds")
     if isinstance(thresholds, dict) and thresholds:
-        lines += ["- `%s`: %s" % (k, _cell(v)) for k, v in sorted(thresholds.items())]
-    else:
-        lines += ["- none given"]
-    lines += ["", "Run evidence: %s" % ", ".join("[%s](%s)" % (p, p) for p in report["evidence"])]
+        return [{"name": k, "value": v} for k, v in sorted(thresholds.items())]
+    return []
+
+
+def _gate_row(g):
+    return {
+        "stage": g.get("stage"),
+        "gate": g["gate"],
+        "figure": _figure(g),
+        "threshold": g.get("threshold"),
+        "passed": bool(g.get("passed")),
+    }
+
+
+def _cluster_section(name, cluster):
+    """A cluster's part of the report: its decision and reasons, gates, steps and evidence."""
+    return {
+        "name": name,
+        "decision": cluster["decision"].upper(),
+        "current_version": cluster.get("current_version"),
+        "label": cluster.get("implementation_label") or None,
+        "reasons": cluster["reasons"],
+        "not_approved": cluster["decision"] == "not_approved",
+        "gates": [_gate_row(g) for g in cluster["gates"]],
+        "steps": [
+            {"step": s["step"], "status": s["status"].replace("_", " "), "reason": s["reason"]}
+            for s in cluster["steps"]
+        ],
+        "evidence": cluster["evidence"],
+    }
+
+
+def markdown_context(report):
+    """What ``templates/reports/rollout.md.j2`` lays out: each choice made, each figure
+    formatted (the change board's part from ``change_board``)."""
+    req = _request(report)
+    rollback_only = report.get("clusters") and all(
+        (c.get("change") or {}).get("operation") == "rollback" for c in report["clusters"].values()
+    )
+    return {
+        "operation": "rollback" if rollback_only else "rollout",
+        "generated_at": report["generated_at"],
+        "run_line": run_line(report["run"]) if report.get("run") else None,
+        "decision": report["decision"].upper(),
+        "error": report.get("error"),
+        "board": change_board(report),
+        "not_run": ", ".join(_not_run_steps(report)),
+        "request": _asked(req),
+        "cluster_names": sorted(report["clusters"]),
+        "thresholds": _thresholds(req),
+        "evidence": report["evidence"],
+        "clusters": [_cluster_section(n, c) for n, c in sorted(report["clusters"].items())],
+    }
+
+
+def render_markdown(report, template_dir=None):
+    """report.md: ``report`` rendered with ``templates/reports/rollout.md.j2``."""
+    return markdown.render("rollout.md.j2", markdown_context(report), template_dir)
+
+
+def _gate_case(name, g):
+    """A gate of cluster ``name`` as a test case; a failed gate is a failure with its figure,
+    threshold and fix."""
+    case = {"classname": "rollout.%s.%s" % (name, g.get("stage") or "gate"), "name": g["gate"]}
+    if not g.get("passed"):
+        case["failure"] = {
+            "message": g.get("message") or "gate failed",
+            "type": "gate",
+            "text": "figure: %s; threshold: %s; fix: %s"
+            % (g.get("figure"), g.get("threshold"), g.get("fix") or "-"),
+        }
+    return case
+
+
+def _step_cases(name, steps):
+    """A failed change step is a failure of its own; a step that did not run is skipped, with
+    its reason."""
+    failed = [
+        {
+            "classname": "rollout.%s.step" % name,
+            "name": "step:%s" % s["step"],
+            "failure": {
+                "message": "step %s failed" % s["step"],
+                "type": "step",
+                "text": s["reason"] or "no reason recorded",
+            },
+        }
+        for s in steps
+        if s["status"] == "failed" and s["step"] in DECIDING_STEPS
+    ]
+    not_run = [
+        {
+            "classname": "rollout.%s.step" % name,
+            "name": "step:%s" % s["step"],
+            "skipped": s["reason"] or "not run",
+        }
+        for s in steps
+        if s["status"] == "not_run"
+    ]
+    return failed + not_run
+
+
+def junit_suites(report):
+    """One suite per cluster, one case per gate, then its failed change steps and the steps that
+    did not run. A report that could not be built is one error, in a suite of its own."""
+    suites = []
+    if report.get("error"):
+        error = {"message": report["error"], "type": "report", "text": report["error"]}
+        suites.append(
+            {
+                "name": "rollout report",
+                "cases": [{"classname": "rollout.report", "name": "report", "error": error}],
+            }
+        )
     for name, cluster in sorted(report["clusters"].items()):
-        lines += [
-            "",
-            "## Cluster %s: %s" % (name, cluster["decision"].upper()),
-            "",
-            "Current KAI version: %s%s"
-            % (
-                _cell(cluster.get("current_version")),
-                " (%s)" % cluster["implementation_label"]
-                if cluster.get("implementation_label")
-                else "",
-            ),
-            "",
-        ]
-        if cluster["reasons"]:
-            because = (
-                "Not approved because:"
-                if cluster["decision"] == "not_approved"
-                else "Refused because:"
-            )
-            lines += [because, ""] + ["- %s" % r for r in cluster["reasons"]] + [""]
-        lines += ["| Stage | Gate | Figure | Threshold | Result |", "|---|---|---|---|---|"]
-        for g in cluster["gates"]:
-            lines.append(
-                "| %s | %s | %s | %s | %s |"
-                % (
-                    _cell(g.get("stage")),
-                    _cell(g["gate"]),
-                    _cell(_figure(g)),
-                    _cell(g.get("threshold")),
-                    "pass" if g.get("passed") else "**FAIL**",
-                )
-            )
-        if cluster["steps"]:
-            lines += ["", "| Step | Status | Reason |", "|---|---|---|"]
-            for s in cluster["steps"]:
-                lines.append(
-                    "| %s | %s | %s |"
-                    % (_cell(s["step"]), s["status"].replace("_", " "), _cell(s["reason"]))
-                )
-        if cluster["evidence"]:
-            lines += ["", "Evidence:", ""]
-            lines += ["- [%s](%s)" % (p, p) for p in cluster["evidence"]]
-    return "\n".join(lines) + "\n"
+        cases = [_gate_case(name, g) for g in cluster["gates"]]
+        suites.append(
+            {"name": "rollout " + name, "cases": cases + _step_cases(name, cluster["steps"])}
+        )
+    return suites
 
 
 def render_junit(report):
-    """One testsuite per cluster, one testcase per gate; a failed gate is a <failure>, a failed
-    change step a <failure> testcase of its own, a step that did not run a <skipped> one with its
-    reason.
-    A report that could not be built is one <error>."""
-    suites = []
-    total = failures = errors = skipped = 0
-    if report.get("error"):
-        total, errors = 1, 1
-        suites.append(
-            '  <testsuite name="rollout report" tests="1" failures="0" errors="1" skipped="0">\n'
-            '    <testcase classname="rollout.report" name="report"><error message=%s type=%s>'
-            "%s</error></testcase>\n  </testsuite>"
-            % (quoteattr(report["error"]), quoteattr("report"), escape(report["error"]))
-        )
-    for name, cluster in sorted(report["clusters"].items()):
-        cases = []
-        bad = 0
-        for g in cluster["gates"]:
-            classname = "rollout.%s.%s" % (name, g.get("stage") or "gate")
-            body = ""
-            if not g.get("passed"):
-                bad += 1
-                text = "figure: %s; threshold: %s; fix: %s" % (
-                    g.get("figure"),
-                    g.get("threshold"),
-                    g.get("fix") or "-",
-                )
-                body = "<failure message=%s type=%s>%s</failure>" % (
-                    quoteattr(g.get("message") or "gate failed"),
-                    quoteattr("gate"),
-                    escape(text),
-                )
-            cases.append(
-                "    <testcase classname=%s name=%s>%s</testcase>"
-                % (quoteattr(classname), quoteattr(g["gate"]), body)
-            )
-        for s in cluster["steps"]:
-            if s["status"] != "failed" or s["step"] not in DECIDING_STEPS:
-                continue
-            bad += 1
-            cases.append(
-                "    <testcase classname=%s name=%s><failure message=%s type=%s>%s</failure>"
-                "</testcase>"
-                % (
-                    quoteattr("rollout.%s.step" % name),
-                    quoteattr("step:%s" % s["step"]),
-                    quoteattr("step %s failed" % s["step"]),
-                    quoteattr("step"),
-                    escape(s["reason"] or "no reason recorded"),
-                )
-            )
-        not_run = [s for s in cluster["steps"] if s["status"] == "not_run"]
-        for s in not_run:
-            cases.append(
-                "    <testcase classname=%s name=%s><skipped message=%s/></testcase>"
-                % (
-                    quoteattr("rollout.%s.step" % name),
-                    quoteattr("step:%s" % s["step"]),
-                    quoteattr(s["reason"] or "not run"),
-                )
-            )
-        total += len(cases)
-        failures += bad
-        skipped += len(not_run)
-        suites.append(
-            '  <testsuite name=%s tests="%d" failures="%d" errors="0" skipped="%d">\n%s\n'
-            "  </testsuite>"
-            % (quoteattr("rollout " + name), len(cases), bad, len(not_run), "\n".join(cases))
-        )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites name="kaiops rollout" tests="%d" failures="%d" errors="%d" skipped="%d">'
-        "\n%s\n</testsuites>\n" % (total, failures, errors, skipped, "\n".join(suites))
-    )
+    """junit.xml, written by the one JUnit writer (render/junit.py)."""
+    return junit.render("kaiops rollout", junit_suites(report))
 
 
 # ---------------------------------------------------------------- the change board's summary
@@ -443,6 +458,16 @@ def _fmt_s(value):
     return "-" if value is None else "%s s" % value
 
 
+# A rollback run's own words for its decisions (every cluster's change a rollback).
+ROLLBACK_DECISION_TEXT = {
+    "rolled_back": "rolled back to the revision the bundle recorded before its change, "
+    "configuration restored, verified",
+    "rollback_failed": "the rollback did not end verified: act now",
+}
+# The gates the change board shows (the change's own) and those it only counts (before it).
+BOARD_STAGES = ("upgrade", "verify", "rollback", "governance", APPROVAL_STAGE)
+PREFLIGHT_STAGES = ("request", "cluster", "snapshot")
+
 DOWNGRADE_TEXT = {
     "upgrade": "helm upgrade to the recorded chart version",
     "reinstall": "helm uninstall and install of the recorded chart version",
@@ -450,40 +475,31 @@ DOWNGRADE_TEXT = {
 }
 
 
-def rehearsal_line(name, change, decision):
-    """The rollback rehearsal an approval rests on: the bundle, the version pair, its time to
-    restore, verified; or none on record for the pair (not approved), or the waiver."""
+def rehearsal(name, change, decision):
+    """The rollback rehearsal an approval rests on: the bundle found, with the version pair, its
+    time to restore, verified; or none on record for the pair (with the waiver, or not
+    approved)."""
     pair = change.get("rehearsal_pair") or {}
     found = change.get("rehearsal")
-    head = "Rollback rehearsal for %s: " % name
     if found:
         where = found.get("operation") or "rollback"
         if found.get("group"):
             where += ", on %s of rehearsal group %s" % (found.get("cluster"), found["group"])
-        return (
-            head
-            + "[%s](../%s/report.md) (%s), %s -> %s, time to restore %s, %s to a "
-            % (
-                found.get("bundle"),
-                found.get("bundle"),
-                where,
-                found.get("from") or "-",
-                found.get("to") or "-",
-                _fmt_s(found.get("time_to_restore_s")),
-                _fmt_s(found.get("time_to_verified_s")),
-            )
-            + "passing verification, verified."
-        )
-    none = "none on record for %s" % pair_text(pair.get("cluster") or name, pair)
+        return {
+            "found": True,
+            "bundle": found.get("bundle"),
+            "where": where,
+            "versions": "%s -> %s" % (found.get("from") or "-", found.get("to") or "-"),
+            "restore": _fmt_s(found.get("time_to_restore_s")),
+            "verified": _fmt_s(found.get("time_to_verified_s")),
+        }
     waiver = change.get("rehearsal_waiver")
-    if waiver:
-        return head + "%s; waived: %s." % (none, waiver_text(waiver))
-    if decision == "not_approved":
-        return head + (
-            "%s: not approved (rehearse it: playbooks/rollback.yml from this run's bundle, then "
-            "roll out again; or kaiops_rollout_rehearsal_waiver)." % none
-        )
-    return head + none + "."
+    return {
+        "found": False,
+        "pair": pair_text(pair.get("cluster") or name, pair),
+        "waiver": waiver_text(waiver) if waiver else None,
+        "not_approved": decision == "not_approved",
+    }
 
 
 def _changed(cluster):
@@ -510,234 +526,166 @@ def _changed(cluster):
     return text
 
 
-def change_board(report):
-    """The part a change board reads first: what changed where and by whom, each gate with its
-    figure and threshold, the decision, the rollback and its time, before/after, governance,
-    cost, evidence links."""
-    clusters = report.get("clusters") or {}
-    if not any(c.get("change") for c in clusters.values()):
-        return []
-    req = report["request"] if isinstance(report.get("request"), dict) else {}
+def _headline(report, clusters):
+    """The decision in words; a rollback's own words when every cluster rolled back."""
     rollback_only = all(
         (c.get("change") or {}).get("operation") == "rollback" for c in clusters.values()
     )
     text = DECISION_TEXT.get(report["decision"], report["decision"])
     if rollback_only:
-        text = {
-            "rolled_back": "rolled back to the revision the bundle recorded before its change, "
-            "configuration restored, verified",
-            "rollback_failed": "the rollback did not end verified: act now",
-        }.get(report["decision"], text)
-    lines = [
-        "%s." % (text[:1].upper() + text[1:]),
-        "",
-        "## What changed, where, by whom",
-        "",
-        "| Cluster | Decision | Change (version, Helm revision) | Owner | On a failed gate "
-        "| Took |",
-        "|---|---|---|---|---|---|",
+        text = ROLLBACK_DECISION_TEXT.get(report["decision"], text)
+    return text[:1].upper() + text[1:]
+
+
+def _change_row(name, cluster, req):
+    change = cluster.get("change") or {}
+    return {
+        "name": name,
+        "decision": cluster["decision"].upper(),
+        "change": _changed(cluster),
+        "owner": (cluster.get("request") or req).get("change_owner"),
+        "policy": policy_text(change.get("policy")),
+        "took": _fmt_s(change.get("duration_s")),
+    }
+
+
+def _board_gates(name, cluster):
+    """The gates of the change itself (upgrade, verification, rollback, governance, approval);
+    the request's and the preflight's are only counted here."""
+    return [
+        dict(_gate_row(g), cluster=name, evidence=g.get("evidence"))
+        for g in cluster["gates"]
+        if g.get("stage") in BOARD_STAGES
     ]
-    for name, c in sorted(clusters.items()):
-        change = c.get("change") or {}
-        took = change.get("duration_s")
-        lines.append(
-            "| %s | **%s** | %s | %s | %s | %s |"
-            % (
-                _cell(name),
-                c["decision"].upper(),
-                _cell(_changed(c)),
-                _cell((c.get("request") or req).get("change_owner")),
-                _cell(policy_text(change.get("policy"))),
-                _fmt_s(took),
-            )
+
+
+def _preflight_gates(clusters):
+    return [g for c in clusters.values() for g in c["gates"] if g.get("stage") in PREFLIGHT_STAGES]
+
+
+def _before_after(change):
+    """The figures measured before and after the change, side by side (None: neither)."""
+    figs = change.get("figures") or {}
+    if not (figs.get("baseline") or figs.get("verify")):
+        return None
+    return {
+        "before": (figs.get("baseline") or {}).get("version") or "-",
+        "after": (figs.get("verify") or {}).get("version") or "-",
+        "rows": side_by_side(figs.get("baseline"), figs.get("verify")),
+        "not_measured": None
+        if figs.get("baseline")
+        else (change.get("baseline_note") or "see the steps"),
+    }
+
+
+def _rollback(change, rollback):
+    """The downgrade: how, to what, what it kept and restored, and its times."""
+    summary = (rollback.get("restore") or {}).get("summary") or {}
+    before = (change.get("before") or {}).get("version") or "-"
+    from_decision = rollback.get("decision_to_verified_s")
+    return {
+        "before": before,
+        "method": DOWNGRADE_TEXT.get(rollback.get("method"), rollback.get("method") or "-"),
+        "revision_before": rollback.get("revision_before") or "-",
+        "revision": rollback.get("revision") or "-",
+        "version": rollback.get("version") or "unreadable",
+        "status": rollback.get("status"),
+        "restore": _fmt_s(rollback.get("time_to_restore_s")),
+        "verified": _fmt_s(rollback.get("time_to_verified_s")),
+        "from_decision": None if from_decision is None else _fmt_s(from_decision),
+        "why": rollback.get("method_why") or "-",
+        "kept": ", ".join(
+            "%s %d" % (k, len(v))
+            for k, v in sorted((rollback.get("survivors_after") or {}).items())
         )
-    lines += [
-        "",
-        "Prevention (this upgrade) and remediation (recovery.yml, its own owner and report) are "
-        "separate steps: this report covers prevention.",
-        "",
-        "## Gates",
-        "",
-        "| Cluster | Stage | Gate | Figure | Threshold | Result | Evidence |",
-        "|---|---|---|---|---|---|---|",
+        or "not read",
+        "restored": summary.get("restored"),
+        "unchanged": summary.get("unchanged"),
+        "not_restored": summary.get("not_restored"),
+        "not_restored_objects": summary.get("not_restored_objects") or [],
+    }
+
+
+def _interrupted(change):
+    """Earlier runs of this change that were cut off, and which one this run resumed."""
+    return [
+        {
+            "bundle": run["bundle"],
+            "status": run.get("status"),
+            "last_task": run.get("last_task") or "-",
+            "resumed": change.get("resume", {}).get("bundle") == run["bundle"],
+        }
+        for run in change.get("interrupted_runs") or []
     ]
-    for name, c in sorted(clusters.items()):
-        for g in c["gates"]:
-            if g.get("stage") not in (
-                "upgrade",
-                "verify",
-                "rollback",
-                "governance",
-                APPROVAL_STAGE,
-            ):
-                continue
-            link = g.get("evidence")
-            lines.append(
-                "| %s | %s | %s | %s | %s | %s | %s |"
-                % (
-                    _cell(name),
-                    _cell(g.get("stage")),
-                    _cell(g["gate"]),
-                    _cell(_figure(g)),
-                    _cell(g.get("threshold")),
-                    "pass" if g.get("passed") else "**FAIL**",
-                    "[%s](%s)" % (link, link) if link else "-",
-                )
+
+
+def _governance(governance):
+    """Who can edit KAI's objects, non-system subjects first, and the broad grants flagged."""
+    out = {"error": governance.get("error"), "targets": [], "broad": []}
+    if not out["error"]:
+        for t in governance.get("targets") or []:
+            editors = sorted(t["editors"], key=lambda e: (e["system"], e["subject"]))
+            text = ", ".join(
+                "%s%s" % (e["subject"], "" if not e["system"] else " (system)") for e in editors
             )
-    pre = sum(
-        1
-        for c in clusters.values()
-        for g in c["gates"]
-        if g.get("stage") in ("request", "cluster", "snapshot")
-    )
-    pre_failed = sum(
-        1
-        for c in clusters.values()
-        for g in c["gates"]
-        if g.get("stage") in ("request", "cluster", "snapshot") and not g.get("passed")
-    )
-    lines += [
-        "",
-        "Request and preflight: %d gates, %d failed (per cluster below)." % (pre, pre_failed),
-    ]
-    for name, c in sorted(clusters.items()):
-        change = c.get("change") or {}
-        figs = change.get("figures") or {}
-        if figs.get("baseline") or figs.get("verify"):
-            lines += [
-                "",
-                "## Before and after the change: %s" % name,
-                "",
-                "| Figure | Before (%s) | After (%s) |"
-                % (
-                    (figs.get("baseline") or {}).get("version") or "-",
-                    (figs.get("verify") or {}).get("version") or "-",
-                ),
-                "|---|---|---|",
-            ]
-            for row in side_by_side(figs.get("baseline"), figs.get("verify")):
-                lines.append(
-                    "| %s | %s | %s |" % (row["figure"], _cell(row["before"]), _cell(row["after"]))
-                )
-            if not figs.get("baseline"):
-                lines += [
-                    "",
-                    "Before: not measured in this run (%s)."
-                    % (change.get("baseline_note") or "see the steps"),
-                ]
-        rollback = change.get("rollback") or {}
-        if rollback:
-            restore = rollback.get("restore") or {}
-            summary = restore.get("summary") or {}
-            lines += [
-                "",
-                "## Rollback: %s" % name,
-                "",
-                "- downgrade to %s: %s (release revision %s -> %s), now runs %s: %s; time to "
-                "restore %s (downgrade started to every component at the recorded version, rolled "
-                "out), %s to a passing verification"
-                % (
-                    (change.get("before") or {}).get("version") or "-",
-                    DOWNGRADE_TEXT.get(rollback.get("method"), rollback.get("method") or "-"),
-                    rollback.get("revision_before") or "-",
-                    rollback.get("revision") or "-",
-                    rollback.get("version") or "unreadable",
-                    rollback.get("status"),
-                    _fmt_s(rollback.get("time_to_restore_s")),
-                    _fmt_s(rollback.get("time_to_verified_s")),
-                ),
-                "- from the failed gate's decision to a passing verification on %s: %s"
-                % (
-                    (change.get("before") or {}).get("version") or "-",
-                    _fmt_s(rollback.get("decision_to_verified_s")),
-                )
-                if rollback.get("decision_to_verified_s") is not None
-                else "- (rollback.yml: no failed gate; timed from the start of the downgrade)",
-                "- why this downgrade: %s (helm rollback is not used: it does not restore KAI's "
-                "chart, docs/change-window.md)" % _cell(rollback.get("method_why") or "-"),
-                "- kept through it: %s"
-                % (
-                    ", ".join(
-                        "%s %d" % (k, len(v))
-                        for k, v in sorted((rollback.get("survivors_after") or {}).items())
-                    )
-                    or "not read"
-                ),
-                "- configuration restored: %s, already as recorded: %s, "
-                "**not restored automatically: %s**"
-                % (summary.get("restored"), summary.get("unchanged"), summary.get("not_restored")),
-            ]
-            for item in summary.get("not_restored_objects") or []:
-                lines.append("  - %s" % _cell(item))
-        if "rehearsal" in change:
-            lines += ["", rehearsal_line(name, change, c["decision"])]
-        interrupted = change.get("interrupted_runs") or []
-        if interrupted:
-            lines += ["", "Interrupted runs of this change, kept as they are:"]
-            for run in interrupted:
-                lines.append(
-                    "- %s (status %s, last task: %s)%s"
-                    % (
-                        run["bundle"],
-                        run.get("status"),
-                        run.get("last_task") or "-",
-                        "; resumed from its snapshot"
-                        if change.get("resume", {}).get("bundle") == run["bundle"]
-                        else "",
-                    )
-                )
-        interventions = [
-            r
+            out["targets"].append({"target": t["target"], "editors": text})
+        out["broad"] = [
+            {"subject": b["subject"], "via": b["via"], "why": ", ".join(b["why"])}
+            for b in governance.get("broad") or []
+        ]
+    out["regression"] = governance.get("regression_evidence")
+    return out
+
+
+def _board_cluster(name, cluster):
+    """A cluster's sections of the change board, in the order they are read."""
+    change = cluster.get("change") or {}
+    rollback = change.get("rollback") or {}
+    out = {
+        "name": name,
+        "figures": _before_after(change),
+        "rollback": _rollback(change, rollback) if rollback else None,
+        "rehearsal": rehearsal(name, change, cluster["decision"])
+        if "rehearsal" in change
+        else None,
+        "interrupted": _interrupted(change),
+        "interventions": [
+            {"outcome": r["outcome"], "object": r["object"]}
             for r in (rollback.get("restore") or {}).get("results") or []
             if r.get("outcome") in ("recreated", "replaced")
-        ]
-        lines += [
-            "",
-            "Interventions on %s: %s."
-            % (
-                name,
-                "; ".join("%s %s" % (r["outcome"], r["object"]) for r in interventions)
-                if interventions
-                else "none beyond the Helm %s" % ("downgrade" if rollback else "upgrade"),
-            ),
-        ]
-        governance = change.get("governance")
-        if governance:
-            lines += ["", "## Governance: %s" % name, ""]
-            if governance.get("error"):
-                lines.append("RBAC not read: %s" % _cell(governance["error"]))
-            else:
-                lines += ["| Object | Can edit it (non-system subjects first) |", "|---|---|"]
-                for t in governance.get("targets") or []:
-                    editors = sorted(t["editors"], key=lambda e: (e["system"], e["subject"]))
-                    text = ", ".join(
-                        "%s%s" % (e["subject"], "" if not e["system"] else " (system)")
-                        for e in editors
-                    )
-                    lines.append(
-                        "| %s | %s |"
-                        % (_cell(t["target"]), _cell(text) if text else "nobody found")
-                    )
-                broad = governance.get("broad") or []
-                lines += [""] + (
-                    ["Broad grants flagged:"]
-                    + [
-                        "- **%s** via %s: %s" % (b["subject"], b["via"], ", ".join(b["why"]))
-                        for b in broad
-                    ]
-                    if broad
-                    else ["No broad grant flagged."]
-                )
-            regression = governance.get("regression_evidence")
-            if regression:
-                lines += ["", "Regression evidence is kept in: %s" % _cell(regression)]
-    cost = report.get("cost")
-    if cost and cost.get("markdown"):
-        lines += ["", cost["markdown"].rstrip()]
-    elif cost and cost.get("error"):
-        lines += ["", "Cost of the change window: not computed (%s)." % cost["error"]]
-    lines += ["", "---", ""]
-    return lines
+        ],
+    }
+    governance = change.get("governance")
+    out["governance"] = _governance(governance) if governance else None
+    return out
+
+
+def change_board(report):
+    """The part a change board reads first, as data for the template (None when no cluster has
+    a change): what changed where and by whom, each gate with its figure and threshold, the
+    decision, the rollback and its time, before/after, governance, cost, evidence links."""
+    clusters = report.get("clusters") or {}
+    if not any(c.get("change") for c in clusters.values()):
+        return None
+    req = _request(report)
+    ordered = sorted(clusters.items())
+    headline = _headline(report, clusters)
+    changes = [_change_row(name, c, req) for name, c in ordered]
+    gates = [row for name, c in ordered for row in _board_gates(name, c)]
+    preflight = _preflight_gates(clusters)
+    sections = [_board_cluster(name, c) for name, c in ordered]
+    cost = report.get("cost") or {}
+    return {
+        "headline": headline,
+        "changes": changes,
+        "gates": gates,
+        "preflight": len(preflight),
+        "preflight_failed": sum(1 for g in preflight if not g.get("passed")),
+        "clusters": sections,
+        # the cost module renders its own section (change_cost)
+        "cost_markdown": cost["markdown"].rstrip() if cost.get("markdown") else None,
+        "cost_error": cost.get("error"),
+    }
 
 
 def change_cost(clusters, rate=0):

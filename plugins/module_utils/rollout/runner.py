@@ -138,10 +138,10 @@ def run_rollout_record(module):
     )
 
 
-def _files(report):
+def _files(report, template_dir=None):
     return [
         ("report.json", report),
-        ("report.md", rollout_report.render_markdown(report)),
+        ("report.md", rollout_report.render_markdown(report, template_dir)),
         ("junit.xml", rollout_report.render_junit(report)),
     ]
 
@@ -179,13 +179,20 @@ def run_rollout_report(module, now=None):
         )
         if refused_by_request(report):
             report["refused_by"] = "request"
-        files = _files(report)
+        files = _files(report, params.get("template_dir"))
     except Exception as exc:  # noqa: BLE001 - every run leaves its report, whatever failed
         error = "%s: %s" % (type(exc).__name__, exc)
         report = rollout_report.error_report(
             params.get("request"), params.get("clusters"), generated_at, run_id, error
         )
-        files = _files(report)
+        try:
+            files = _files(report, params.get("template_dir"))
+        except Exception as render_exc:  # noqa: BLE001 - the templates themselves failed
+            error += "; rendering the error report: %s: %s" % (
+                type(render_exc).__name__,
+                render_exc,
+            )
+            files = [("report.json", report)]
     root, written = write_report(module, files)
     if error:
         raise KaiopsError(
