@@ -977,9 +977,8 @@ def reservation_held(pods, window_end):
     return held, names
 
 
-def cost_section(pods, nodes, window_start, window_end, rate, outsiders=OUTSIDERS):
-    """cost.compute_report over the run's window for the probe pods that held devices, with
-    queue age, the failure window's loss and the capacity held by reservation pods apart."""
+def _gpu_pool(pods, nodes):
+    """The GPUs of the run: the devices probes were given, then each node's unused ones."""
     alloc_by_node = {}
     for node in nodes:
         name = (node.get("metadata") or {}).get("name")
@@ -989,7 +988,7 @@ def cost_section(pods, nodes, window_start, window_end, rate, outsiders=OUTSIDER
             )
         except (TypeError, ValueError):
             alloc_by_node[name] = 0
-    pool, workloads = [], []
+    pool = []
     for rec in pods:
         for dev in allocated_devices(rec):
             gid = "%s/%s" % (rec["node"], dev)
@@ -998,69 +997,78 @@ def cost_section(pods, nodes, window_start, window_end, rate, outsiders=OUTSIDER
     for node, count in sorted(alloc_by_node.items()):
         seen = [g for g in pool if g.startswith(str(node) + "/")]
         pool += ["%s/unused-%d" % (node, i) for i in range(max(count - len(seen), 0))]
-    delayed = []
-    for rec in pods:
-        kai = rec.get("kai") or {}
-        eligible = rec["case"] not in outsiders and (rec["gpu_request"] or rec["gpu_fraction"])
-        portion = rec["visible"]["GPU_PORTION"] or rec["gpu_fraction"] or "1"
-        if allocated_devices(rec) and rec["started_at"] and rec["node"]:
-            # Work whose bind failed first waited in the failure window: that wait is loss.
-            workloads.append(
-                cost.Workload(
-                    name=rec["name"],
-                    gpus=["%s/%s" % (rec["node"], d) for d in allocated_devices(rec)],
-                    portion=portion,
-                    start=rec["started_at"],
-                    end=rec["finished_at"],
-                    submitted=rec["submitted_at"] if kai.get("bind_failed") and eligible else None,
-                )
-            )
-        elif eligible and not rec["started_at"] and pool and rec["submitted_at"]:
-            # Eligible work that never started: it would have held its portion of the GPU its
-            # reservation pod names, else of the pool's first GPU.
-            device = (kai.get("reservation") or {}).get("device")
-            node = kai.get("node") or rec["node"] or (kai.get("reservation") or {}).get("node")
-            gid = (
-                "%s/%s" % (node, device) if device and "%s/%s" % (node, device) in pool else pool[0]
-            )
-            workloads.append(
-                cost.Workload(
-                    name=rec["name"], gpus=[gid], portion=portion, submitted=rec["submitted_at"]
-                )
-            )
-            delayed.append(rec["name"])
-    completed = sum(
-        1 for r in pods if allocated_devices(r) and r["case"] not in outsiders and not _completed(r)
-    )
-    if not pool:
-        return {"computed": False, "reason": "no GPU was allocated to a probe in this run"}, None
-    report = cost.compute_report(cost.Window(window_start, window_end, pool), workloads, rate)
-    ages = queue_age(pods, window_end, outsiders)
-    held_s, held_pods = reservation_held(pods, window_end)
-    held_hours = held_s / cost.SECONDS_PER_HOUR
+    return pool
+
+
+def _pod_workload(rec, pool, outsiders):
+    """A probe that held devices, or eligible work that never started, as a cost workload
+    (None for the others)."""
+    kai = rec.get("kai") or {}
+    eligible = rec["case"] not in outsiders and (rec["gpu_request"] or rec["gpu_fraction"])
+    portion = rec["visible"]["GPU_PORTION"] or rec["gpu_fraction"] or "1"
+    if allocated_devices(rec) and rec["started_at"] and rec["node"]:
+        # Work whose bind failed first waited in the failure window: that wait is loss.
+        return cost.Workload(
+            name=rec["name"],
+            gpus=["%s/%s" % (rec["node"], d) for d in allocated_devices(rec)],
+            portion=portion,
+            start=rec["started_at"],
+            end=rec["finished_at"],
+            submitted=rec["submitted_at"] if kai.get("bind_failed") and eligible else None,
+        )
+    if eligible and not rec["started_at"] and pool and rec["submitted_at"]:
+        # Eligible work that never started: it would have held its portion of the GPU its
+        # reservation pod names, else of the pool's first GPU.
+        device = (kai.get("reservation") or {}).get("device")
+        node = kai.get("node") or rec["node"] or (kai.get("reservation") or {}).get("node")
+        gid = "%s/%s" % (node, device) if device and "%s/%s" % (node, device) in pool else pool[0]
+        return cost.Workload(
+            name=rec["name"], gpus=[gid], portion=portion, submitted=rec["submitted_at"]
+        )
+    return None
+
+
+def _hours_as_seconds(hours):
+    return str(cost.q(hours * cost.SECONDS_PER_HOUR, "0.001"))
+
+
+def _cost_figures(report, pods, window, pool, completed, outsiders):
+    """The report's figures with seconds, queue age and the reservation-held capacity."""
+    held_s, held_pods = reservation_held(pods, window[1])
     figures = report.as_dict()
-    figures["busy_gpu_seconds"] = str(
-        cost.q(report.busy_gpu_hours * cost.SECONDS_PER_HOUR, "0.001")
-    )
-    figures["available_gpu_seconds"] = str(
-        cost.q(report.available_gpu_hours * cost.SECONDS_PER_HOUR, "0.001")
-    )
-    figures["lost_busy_gpu_seconds"] = str(
-        cost.q(report.lost_busy_gpu_hours * cost.SECONDS_PER_HOUR, "0.001")
-    )
-    figures["reservation_held_gpu_hours"] = str(held_hours)
+    figures["busy_gpu_seconds"] = _hours_as_seconds(report.busy_gpu_hours)
+    figures["available_gpu_seconds"] = _hours_as_seconds(report.available_gpu_hours)
+    figures["lost_busy_gpu_seconds"] = _hours_as_seconds(report.lost_busy_gpu_hours)
+    figures["reservation_held_gpu_hours"] = str(held_s / cost.SECONDS_PER_HOUR)
     figures["reservation_held_gpu_seconds"] = str(cost.q(held_s, "0.001"))
     figures["reservation_pods_of_failed_binds"] = held_pods
-    figures["queue_age"] = ages
-    figures["window_start"] = window_start
-    figures["window_end"] = window_end
+    figures["queue_age"] = queue_age(pods, window[1], outsiders)
+    figures["window_start"], figures["window_end"] = window
     figures["gpu_pool"] = pool
     figures["completed_valid_jobs"] = completed
     figures["computed"] = True
-    no_gpu = not any((r["probe"] or {}).get("gpu_present") for r in pods)
-    markdown = cost.render_markdown(
-        report, completed_valid_jobs=completed, title="Utilisation and cost of this run's window"
+    return figures
+
+
+def _queue_age_text(ages):
+    return (
+        "Queue age (submission to start, counted apart from busy time): %s over %d eligible "
+        "workloads%s%s."
+        % (
+            "p50 %.3f s, max %.3f s" % (ages["p50_s"], ages["max_s"]) if ages["count"] else "none",
+            ages["count"],
+            "; never started: " + ", ".join(ages["never_started"]) if ages["never_started"] else "",
+            "; held back by the policy on purpose (not queue age, not loss): "
+            + ", ".join(ages["held_by_policy"])
+            if ages["held_by_policy"]
+            else "",
+        )
     )
+
+
+def _cost_text(report, figures, no_gpu):
+    """The lines after the cost module's section: window, failure window, held capacity,
+    queue age (and the CPU note when no probe saw a GPU)."""
     failure = (
         "Failure window: work that could not start when submitted (a failed bind, or never "
         "started) counts from its submission: %s; busy GPU-seconds lost %s."
@@ -1076,9 +1084,9 @@ def cost_section(pods, nodes, window_start, window_end, rate, outsiders=OUTSIDER
         "fraction) on the devices it was given; exact figures are in gpu_access.json (busy %s "
         "GPU-seconds of %s available)."
         % (
-            window_start,
-            window_end,
-            ", ".join(pool),
+            figures["window_start"],
+            figures["window_end"],
+            ", ".join(figures["gpu_pool"]),
             figures["busy_gpu_seconds"],
             figures["available_gpu_seconds"],
         ),
@@ -1087,19 +1095,12 @@ def cost_section(pods, nodes, window_start, window_end, rate, outsiders=OUTSIDER
         "",
         "GPU capacity held idle by reservation pods of failed binds: %s GPU-seconds (%s; a "
         "reservation pod holds a whole GPU for as long as its bind keeps failing)."
-        % (figures["reservation_held_gpu_seconds"], ", ".join(held_pods) or "no failed bind"),
-        "",
-        "Queue age (submission to start, counted apart from busy time): %s over %d eligible "
-        "workloads%s%s."
         % (
-            "p50 %.3f s, max %.3f s" % (ages["p50_s"], ages["max_s"]) if ages["count"] else "none",
-            ages["count"],
-            "; never started: " + ", ".join(ages["never_started"]) if ages["never_started"] else "",
-            "; held back by the policy on purpose (not queue age, not loss): "
-            + ", ".join(ages["held_by_policy"])
-            if ages["held_by_policy"]
-            else "",
+            figures["reservation_held_gpu_seconds"],
+            ", ".join(figures["reservation_pods_of_failed_binds"]) or "no failed bind",
         ),
+        "",
+        _queue_age_text(figures["queue_age"]),
         "",
     ]
     if no_gpu:
@@ -1108,7 +1109,26 @@ def cost_section(pods, nodes, window_start, window_end, rate, outsiders=OUTSIDER
             "CPU. Completed valid jobs here are probe runs whose CPU check passed." % NO_GPU,
             "",
         ]
-    return figures, markdown + "\n" + "\n".join(extra)
+    return "\n".join(extra)
+
+
+def cost_section(pods, nodes, window_start, window_end, rate, outsiders=OUTSIDERS):
+    """cost.compute_report over the run's window for the probe pods that held devices, with
+    queue age, the failure window's loss and the capacity held by reservation pods apart."""
+    pool = _gpu_pool(pods, nodes)
+    workloads = [w for w in (_pod_workload(r, pool, outsiders) for r in pods) if w is not None]
+    completed = sum(
+        1 for r in pods if allocated_devices(r) and r["case"] not in outsiders and not _completed(r)
+    )
+    if not pool:
+        return {"computed": False, "reason": "no GPU was allocated to a probe in this run"}, None
+    report = cost.compute_report(cost.Window(window_start, window_end, pool), workloads, rate)
+    figures = _cost_figures(report, pods, (window_start, window_end), pool, completed, outsiders)
+    no_gpu = not any((r["probe"] or {}).get("gpu_present") for r in pods)
+    markdown = cost.render_markdown(
+        report, completed_valid_jobs=completed, title="Utilisation and cost of this run's window"
+    )
+    return figures, markdown + "\n" + _cost_text(report, figures, no_gpu)
 
 
 def summarize(results, require_sharing):

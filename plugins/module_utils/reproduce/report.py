@@ -80,63 +80,56 @@ def decide(builds, results, expected_cases):
     return ("fail" if reasons else "pass"), reasons
 
 
-def cost_section(results, gpus, rate):
-    """Utilisation and cost over the run's case windows, laid end to end on one axis (hours).
+def _workload(r, w, offset, length):
+    """One observation as a cost workload: it holds its portion of its group from bind to the
+    end of its case window (from the window's start when bound before it opened)."""
+    bound = w.get("submit_to_bound_s")
+    if bound is not None:
+        start = offset + Decimal(str(bound)) / 3600
+    elif w.get("node"):
+        start = offset  # bound before its window opened: held from the case's start
+    else:
+        start = None
+    held_back = start is None or bool(w.get("failed_attempts"))
+    return cost.Workload(
+        name="%s/%s/%s" % (r["build"]["version"], _key(r), w["name"]),
+        gpus=w.get("gpu_group") or "%s/%s" % (_key(r), w["name"]),
+        portion=Decimal("0.5"),
+        start=start,
+        end=offset + length,
+        submitted=offset if held_back else None,
+    )
 
-    Each workload holds its portion of one GPU (its group) from bind to the end of its case
-    (from the case's start when it was bound before its window opened). Only work that could
-    not start when submitted counts towards the failure loss, from its submission: work that
-    never bound or whose bind failed first. Work that bound at its first attempt only waited
-    in the queue: that is queue age, not loss. Reservation pods of failed binds hold a whole
-    GPU each: that idle capacity is reported apart.
-    """
+
+def _case_windows(results):
+    """The case windows laid end to end (hours): workloads, reservation-held GPU-hours,
+    completed jobs, queue waits (s) and the axis' end."""
     offset = Decimal(0)
     workloads, held = [], Decimal(0)
     completed, waits = 0, []
     for r in results:
         length = Decimal(str(max(r.get("duration_s") or 0, 0.001))) / 3600
         for w in r["observations"]:
-            bound = w.get("submit_to_bound_s")
-            if bound is not None:
-                start = offset + Decimal(str(bound)) / 3600
-            elif w.get("node"):
-                start = offset  # bound before its window opened: held from the case's start
-            else:
-                start = None
-            held_back = start is None or bool(w.get("failed_attempts"))
-            workloads.append(
-                cost.Workload(
-                    name="%s/%s/%s" % (r["build"]["version"], _key(r), w["name"]),
-                    gpus=w.get("gpu_group") or "%s/%s" % (_key(r), w["name"]),
-                    portion=Decimal("0.5"),
-                    start=start,
-                    end=offset + length,
-                    submitted=offset if held_back else None,
-                )
-            )
+            workload = _workload(r, w, offset, length)
+            workloads.append(workload)
             completed += 1 if w.get("completed") else 0
-            if bound is not None:
-                waits.append(bound)
-            elif start is None:
+            if w.get("submit_to_bound_s") is not None:
+                waits.append(w["submit_to_bound_s"])
+            elif workload.start is None:
                 waits.append(float(length * 3600))  # never bound: its whole window
         held += Decimal(str(r.get("reservation_held_s") or 0)) / 3600
         offset += length
-    if not workloads:
+    return workloads, held, completed, waits, offset
+
+
+def _queue_age(waits):
+    waits = sorted(waits)
+    if not waits:
         return None
-    # the pool names the GPUs the workloads held (their groups) plus the rest of the cluster's
-    used = sorted(set(str(w.gpus) for w in workloads))
-    pool = used + ["idle-%d" % i for i in range(max(0, gpus - len(used)))]
-    window = cost.Window(start=Decimal(0), end=offset, gpus=pool)
-    try:
-        rep = cost.compute_report(window, workloads, rate)
-    except cost.CostError as exc:
-        return {"error": str(exc)}
-    waits.sort()
-    queue_age = (
-        {"p50_s": waits[len(waits) // 2], "max_s": waits[-1], "count": len(waits)}
-        if waits
-        else None
-    )
+    return {"p50_s": waits[len(waits) // 2], "max_s": waits[-1], "count": len(waits)}
+
+
+def _cost_markdown(rep, completed, held, queue_age):
     md = cost.render_markdown(
         rep, completed_valid_jobs=completed, title="Utilisation and cost of the reproduce window"
     )
@@ -151,6 +144,31 @@ def cost_section(results, gpus, rate):
             "p50 %.3f s, max %.3f s over %d workloads.\n"
             % (queue_age["p50_s"], queue_age["max_s"], queue_age["count"])
         )
+    return md
+
+
+def cost_section(results, gpus, rate):
+    """Utilisation and cost over the run's case windows, laid end to end on one axis (hours).
+
+    Each workload holds its portion of one GPU (its group) from bind to the end of its case
+    (from the case's start when it was bound before its window opened). Only work that could
+    not start when submitted counts towards the failure loss, from its submission: work that
+    never bound or whose bind failed first. Work that bound at its first attempt only waited
+    in the queue: that is queue age, not loss. Reservation pods of failed binds hold a whole
+    GPU each: that idle capacity is reported apart.
+    """
+    workloads, held, completed, waits, offset = _case_windows(results)
+    if not workloads:
+        return None
+    # the pool names the GPUs the workloads held (their groups) plus the rest of the cluster's
+    used = sorted(set(str(w.gpus) for w in workloads))
+    pool = used + ["idle-%d" % i for i in range(max(0, gpus - len(used)))]
+    window = cost.Window(start=Decimal(0), end=offset, gpus=pool)
+    try:
+        rep = cost.compute_report(window, workloads, rate)
+    except cost.CostError as exc:
+        return {"error": str(exc)}
+    queue_age = _queue_age(waits)
     return {
         "gpus": len(pool),
         "window_hours": str(cost.q(offset)),
@@ -165,7 +183,7 @@ def cost_section(results, gpus, rate):
         "reservation_held_gpu_hours": str(held),
         "completed_valid_jobs": completed,
         "queue_age": queue_age,
-        "markdown": md,
+        "markdown": _cost_markdown(rep, completed, held, queue_age),
     }
 
 

@@ -688,51 +688,65 @@ def change_board(report):
     }
 
 
+def _probe_workloads(name, phase, f):
+    """The workloads (wall-clock seconds) and GPU groups of one verification's probes."""
+    workloads, groups = [], set()
+    for r in f.get("probe_results") or []:
+        gpu = "%s/%s" % (name, r.get("gpu_group") or "%s-%s" % (phase, r["name"]))
+        groups.add(gpu)
+        sub = r.get("submitted_wall")
+        if sub is None:
+            continue
+        bound = r.get("submit_to_bound_s")
+        workloads.append(
+            {
+                "name": "%s/%s/%s" % (name, phase, r["name"]),
+                "gpu": gpu,
+                "portion": "0.5",
+                "start": None if bound is None else sub + bound,
+                "end": f["finished_wall"],
+                "submitted": sub,
+            }
+        )
+    return workloads, groups
+
+
+def _cluster_window(name, change, acc):
+    """One cluster's verifications added to ``acc`` (starts, ends, pool, workloads,
+    completed): the pool gets its probes' groups and its other GPUs."""
+    gpus, groups = 0, set()
+    for phase, f in (change.get("figures") or {}).items():
+        if not f or not f.get("started_wall") or not f.get("finished_wall"):
+            continue
+        acc["starts"].append(f["started_wall"])
+        acc["ends"].append(f["finished_wall"])
+        gpus = max(gpus, (f.get("capacity") or {}).get("gpus") or 0)
+        acc["completed"] += f.get("valid_completions") or 0
+        found, used = _probe_workloads(name, phase, f)
+        acc["workloads"] += found
+        groups |= used
+        for stamp in (change.get("started_wall"), change.get("finished_wall")):
+            if stamp:
+                acc["starts"].append(stamp)
+                acc["ends"].append(stamp)
+    acc["pool"] += sorted(groups) + [
+        "%s/gpu-%d" % (name, i) for i in range(max(gpus - len(groups), 0))
+    ]
+
+
 def change_cost(clusters, rate=0):
-    """Utilisation and cost of the change window (gpu_access/cost.py) from the probes' lifetimes:
-    each probe holds half of its GPU group from bind to the end of its verification; the pool is
-    the clusters' GPUs. Busy time is not useful throughput: valid completions are counted apart."""
+    """Utilisation and cost of the change window (module_utils/cost.py) from the probes'
+    lifetimes: each probe holds half of its GPU group from bind to the end of its verification;
+    the pool is the clusters' GPUs. Busy time is not useful throughput: valid completions are
+    counted apart."""
     from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 
-    starts, ends, pool, workloads, completed = [], [], [], [], 0
+    acc = {"starts": [], "ends": [], "pool": [], "workloads": [], "completed": 0}
     for name, c in sorted(clusters.items()):
-        change = (c or {}).get("change") or {}
-        figs = change.get("figures") or {}
-        gpus, groups = 0, set()
-        for phase, f in figs.items():
-            if not f or not f.get("started_wall") or not f.get("finished_wall"):
-                continue
-            starts.append(f["started_wall"])
-            ends.append(f["finished_wall"])
-            gpus = max(gpus, (f.get("capacity") or {}).get("gpus") or 0)
-            completed += f.get("valid_completions") or 0
-            for r in f.get("probe_results") or []:
-                gpu = "%s/%s" % (name, r.get("gpu_group") or "%s-%s" % (phase, r["name"]))
-                groups.add(gpu)
-                sub = r.get("submitted_wall")
-                if sub is None:
-                    continue
-                bound = r.get("submit_to_bound_s")
-                workloads.append(
-                    {
-                        "name": "%s/%s/%s" % (name, phase, r["name"]),
-                        "gpu": gpu,
-                        "portion": "0.5",
-                        "start": None if bound is None else sub + bound,
-                        "end": f["finished_wall"],
-                        "submitted": sub,
-                    }
-                )
-            for stamp in (change.get("started_wall"), change.get("finished_wall")):
-                if stamp:
-                    starts.append(stamp)
-                    ends.append(stamp)
-        pool += sorted(groups) + [
-            "%s/gpu-%d" % (name, i) for i in range(max(gpus - len(groups), 0))
-        ]
-    if not workloads or not starts:
+        _cluster_window(name, (c or {}).get("change") or {}, acc)
+    if not acc["workloads"] or not acc["starts"]:
         return None
-    t0 = min(starts)
+    t0 = min(acc["starts"])
 
     def hours(t):
         return Decimal(str(round(t - t0, 3))) / 3600
@@ -746,16 +760,13 @@ def change_cost(clusters, rate=0):
             end=hours(w["end"]),
             submitted=hours(w["submitted"]),
         )
-        for w in workloads
+        for w in acc["workloads"]
     ]
     try:
-        window = cost.Window(start=Decimal(0), end=hours(max(ends)), gpus=pool)
+        window = cost.Window(start=Decimal(0), end=hours(max(acc["ends"])), gpus=acc["pool"])
         rep = cost.compute_report(window, items, rate or 0)
     except cost.CostError as exc:
         return {"error": str(exc)}
-    md = cost.render_markdown(
-        rep, completed_valid_jobs=completed, title="Utilisation and cost of the change window"
-    )
     return {
         "window_hours": str(cost.q(rep.window_hours, "0.0001")),
         "gpus": rep.gpus,
@@ -764,6 +775,10 @@ def change_cost(clusters, rate=0):
         "utilisation": None if rep.utilisation is None else str(rep.utilisation),
         "rate": str(rep.rate),
         "window_cost": str(rep.window_cost),
-        "completed_valid_jobs": completed,
-        "markdown": md,
+        "completed_valid_jobs": acc["completed"],
+        "markdown": cost.render_markdown(
+            rep,
+            completed_valid_jobs=acc["completed"],
+            title="Utilisation and cost of the change window",
+        ),
     }
