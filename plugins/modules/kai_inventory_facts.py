@@ -61,7 +61,8 @@ options:
   releases:
     description:
       - KAI's release rows (C(version), C(retracted), C(retracted_source)); a cluster running a
-        release with C(retracted=true) is flagged in RV(inventory.kai.retracted) and the report.
+        release with C(retracted=true) is flagged in RV(inventory) (C(kai.retracted)) and the
+        report.
       - Default - C(releases) of the collection's C(meta/kai_releases.yml), given by the module's
         action plugin.
     type: list
