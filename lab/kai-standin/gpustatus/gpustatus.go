@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
@@ -51,25 +50,9 @@ type Updater struct {
 	Retry time.Duration
 
 	// assigned remembers fake ids handed out that the cache may not show yet, so two
-	// reservation pods on one fake node never get the same GPU; full, the pods already
-	// told that none was left.
+	// reservation pods on one fake node never get the same GPU.
 	mu       sync.Mutex
 	assigned map[types.UID]string
-	full     map[types.UID]bool
-}
-
-// fullRetry is how soon a pod that found no free fake GPU looks again.
-const fullRetry = 2 * time.Second
-
-func (u *Updater) noteFull(uid types.UID) (first bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.full == nil {
-		u.full = map[types.UID]bool{}
-	}
-	first = !u.full[uid]
-	u.full[uid] = true
-	return first
 }
 
 func (u *Updater) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -88,7 +71,6 @@ func (u *Updater) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, nil
 	}
 	var id string
-	var full bool
 	if pod.Spec.NodeName == u.NodeName {
 		ids, err := u.Devices(ctx, pod.Namespace, pod.Name)
 		if err != nil {
@@ -103,15 +85,6 @@ func (u *Updater) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		if id, err = u.fakeID(ctx, pod); err != nil {
 			return ctrl.Result{}, err
 		}
-		full = id == ""
-	}
-	if full {
-		// As the kubelet of a real node would not admit it: the pod gets no GPU, and the
-		// binder's wait for one times out.
-		if u.noteFull(pod.UID) {
-			log.FromContext(ctx).Info("No free GPU on the node for the reservation pod", "node", pod.Spec.NodeName)
-		}
-		return ctrl.Result{RequeueAfter: fullRetry}, nil
 	}
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.AnnReserveForGPUIndex: id}}})
 	if err := u.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, body)); err != nil {
@@ -121,9 +94,8 @@ func (u *Updater) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-// fakeID picks the lowest GPU index of the pod's node that no other live reservation pod
-// there holds; "" when the node's nvidia.com/gpu are all held (a node that does not say
-// how many it has is not bounded).
+// fakeID picks the lowest GPU index of the pod's node that no other reservation pod
+// there holds.
 func (u *Updater) fakeID(ctx context.Context, pod *corev1.Pod) (string, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -133,23 +105,13 @@ func (u *Updater) fakeID(ctx context.Context, pod *corev1.Pod) (string, error) {
 	if id, ok := u.assigned[pod.UID]; ok {
 		return id, nil
 	}
-	limit := -1
-	node := &corev1.Node{}
-	if err := u.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err == nil {
-		if q, ok := node.Status.Allocatable[api.ResourceGPU]; ok && q.Value() > 0 {
-			limit = int(q.Value())
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return "", err
-	}
 	var pods corev1.PodList
 	if err := u.Client.List(ctx, &pods, client.InNamespace(pod.Namespace)); err != nil {
 		return "", err
 	}
 	held := map[string]bool{}
 	for _, p := range pods.Items {
-		if p.UID == pod.UID || p.Spec.NodeName != pod.Spec.NodeName ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.UID == pod.UID || p.Spec.NodeName != pod.Spec.NodeName {
 			continue
 		}
 		if id := p.Annotations[api.AnnReserveForGPUIndex]; id != "" {
@@ -159,13 +121,12 @@ func (u *Updater) fakeID(ctx context.Context, pod *corev1.Pod) (string, error) {
 			held[id] = true
 		}
 	}
-	for i := 0; limit < 0 || i < limit; i++ {
+	for i := 0; ; i++ {
 		if id := DeviceID(pod.Spec.NodeName, i); !held[id] {
 			u.assigned[pod.UID] = id
 			return id, nil
 		}
 	}
-	return "", nil
 }
 
 // KubeletDevices asks the kubelet's pod-resources API (v1 List) over its unix socket.
