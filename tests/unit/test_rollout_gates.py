@@ -445,3 +445,42 @@ def test_a_malformed_rehearsal_waiver_makes_the_request_malformed():
     gates, detail = judge(request(rehearsal_waiver={"reason": "x"}))
     record = pipeline.new_record("c1", {}, gates, detail)
     assert record["request_well_formed"] is False
+
+
+def test_a_resumed_change_judges_only_the_rollback_target_on_the_earlier_version():
+    # Found by make test's drill_interruption: the resumed run judged every gate on the version
+    # the interrupted run recorded before its change, so helm (already at the new version) read
+    # as a split from a binder that also ran the new version.
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
+
+    inventory = {
+        "status": "ok",
+        "kai": {
+            "installed": True,
+            "version": "v0.16.14",
+            "helm": {
+                "release": "kai-scheduler",
+                "app_version": "v0.16.14",
+                "revision": 4,
+                "status": "deployed",
+                "chart_version": "v0.16.14",
+            },  # fmt: skip
+            "findings": [],
+        },
+    }
+    record = {
+        "cluster": "c1",
+        "request": {"rollback_target": "v0.16.13"},
+        "gates": [],
+        "steps": [],
+        "evidence": [],
+        "change": {"resume": {"bundle": "b1", "before": {"version": "v0.16.13", "revision": 3}}},
+    }
+    out = pipeline.add_inventory(
+        record, inventory, "kai-scheduler", "kai-resource-reservation", "kai-scheduler"
+    )
+    gates = {g["gate"]: g for g in out["gates"]}
+    assert gates["agreement"]["passed"], gates["agreement"]
+    assert gates["rollback_target_recorded"]["passed"], gates["rollback_target_recorded"]
+    assert gates["resumed"]["passed"]
+    assert out["current_version"] == "v0.16.14"

@@ -457,8 +457,14 @@ def _current(version):
     return version if (version or "")[:1] == "v" else "v%s" % version
 
 
+def _version_before(subject):
+    """The version the rollback target is judged against: what an interrupted earlier run of this
+    change recorded before its change (``version_before``), else what runs now."""
+    return subject.get("version_before") or _kai(subject).get("version")
+
+
 def _rollback_recorded_problem(subject):
-    target, version = subject["rollback_target"], _kai(subject).get("version")
+    target, version = subject["rollback_target"], _version_before(subject)
     revision = (_kai(subject).get("helm") or {}).get("revision")
     if isinstance(target, int):
         if isinstance(revision, int) and 1 <= target <= revision:
@@ -484,13 +490,13 @@ def _rollback_recorded_figure(subject):
     target, kai = subject["rollback_target"], _kai(subject)
     if isinstance(target, int):
         return "revision %s (current %s)" % (target, (kai.get("helm") or {}).get("revision"))
-    return "%s (running %s)" % (target, _current(kai.get("version")))
+    return "%s (running %s)" % (target, _current(_version_before(subject)))
 
 
 def _rollback_fix(subject):
     kai = _kai(subject)
     return "set kaiops_rollout_rollback_target to what runs now (version %s, Helm revision %s)" % (
-        kai.get("version"),
+        _version_before(subject),
         (kai.get("helm") or {}).get("revision"),
     )
 
@@ -569,8 +575,10 @@ CLUSTER_GATES = (
 )
 
 
-def cluster_gates(cluster, inventory, rollback_target=None):
-    """Gates from one cluster's kai_inventory output: reachable, then the declarations."""
+def cluster_gates(cluster, inventory, rollback_target=None, version_before=None):
+    """Gates from one cluster's kai_inventory output: reachable, then the declarations.
+    ``version_before``: what an interrupted earlier run recorded before its change; only the
+    rollback target is judged against it, every other gate against what runs now."""
     inventory = inventory or {}
     status = inventory.get("status") or "missing"
     if status in UNREADABLE:
@@ -590,6 +598,7 @@ def cluster_gates(cluster, inventory, rollback_target=None):
         "cluster": cluster,
         "inventory": inventory,
         "rollback_target": read_rollback(rollback_target),
+        "version_before": version_before,
     }
     gates = [gate("cluster", "reachable", status, "inventoried", True)]
     for declaration in CLUSTER_GATES:

@@ -126,11 +126,14 @@ def add_inventory(record, inventory, namespace, reservation_namespace, helm_rele
     inventory = inventory or {}
     request = out.get("request") or {}
     resume = (out.get("change") or {}).get("resume")
-    judged = inventory
+    before = None
     if resume and (inventory.get("kai") or {}).get("version") and resume.get("before"):
-        judged = copy.deepcopy(inventory)
-        judged["kai"]["version"] = resume["before"].get("version")
-    out["gates"] += cluster_gates(out.get("cluster"), judged, request.get("rollback_target"))
+        # only the rollback target; the agreement of helm and the components is judged on what
+        # runs (judging it on the earlier version reported a split that was not there)
+        before = resume["before"].get("version")
+    out["gates"] += cluster_gates(
+        out.get("cluster"), inventory, request.get("rollback_target"), version_before=before
+    )
     if resume:
         out["gates"].append(
             gate(
