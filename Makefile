@@ -24,7 +24,7 @@ endif
 include mk/python.mk
 include mk/lab.mk
 
-.PHONY: help test drill molecule go-lint clean
+.PHONY: help test setup drill molecule go-lint flake clean
 # Each target's `## text`; a $(VARIABLE) in that text is shown with its value.
 HASH := \#
 HELP_VARS = $(sort $(patsubst $$(%),%,$(shell grep -hE '^[a-zA-Z_-]+:.*$(HASH)$(HASH) ' $(MAKEFILE_LIST) | sed 's/.*$(HASH)$(HASH) //' | grep -oE '\$$\([A-Za-z_]+\)')))
@@ -42,22 +42,52 @@ go-lint: ## gofmt and go vet over our own Go code
 	@out=$$(gofmt -l $(GO_MODULES_OWN)); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	@for m in $(GO_MODULES_OWN); do (cd $$m && go vet ./...) || exit 1; done
 
+# Flakes: the Go tests $(FLAKE_COUNT) times each and the unit tests twice in random order
+# (pytest-randomly, a new seed each pass, printed so a failure can be replayed with
+# --randomly-seed), all while $(FLAKE_BURNERS) busy loops hold the CPUs, as a loaded CI machine
+# would. tools/flake_report.py then lists every test that both passed and failed. Bounded: the
+# burners stop with the check, or after FLAKE_BURN_S at most. Not a make test stage (it takes
+# longer than the suite's time allows); run before a change that touches timing.
+FLAKE_COUNT ?= 10
+FLAKE_BURNERS ?= 2
+FLAKE_BURN_S ?= 3600
+FLAKE_RESULTS ?= $(KAIOPS_CACHE)/flake-results
+flake: venv ## the Go tests $(FLAKE_COUNT) times and the unit tests twice in random order, under $(FLAKE_BURNERS) CPU burners; lists flaky tests and the flake rate
+	@rm -rf "$(FLAKE_RESULTS)"; mkdir -p "$(FLAKE_RESULTS)"; burners=; \
+	for i in $$(seq $(FLAKE_BURNERS)); do timeout $(FLAKE_BURN_S) sh -c 'while :; do :; done' & burners="$$burners $$!"; done; \
+	trap 'kill $$burners 2>/dev/null' EXIT; started=$$SECONDS; \
+	for m in $(GO_MODULES_TESTED); do echo "== go test -count=$(FLAKE_COUNT) $$m"; \
+	  (cd $$m && go test -count=$(FLAKE_COUNT) -json ./... > "$(FLAKE_RESULTS)/go-$${m//\//_}.json"); done; \
+	for pass in 1 2; do seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); echo "== unit tests, random order, pass $$pass, --randomly-seed=$$seed"; \
+	  $(VENV_ENV) $(PYTEST) tests/unit -q -p no:cacheprovider -n $(UNIT_WORKERS) \
+	    -p randomly --randomly-seed=$$seed --junitxml="$(FLAKE_RESULTS)/unit-$$pass.xml" >/dev/null; done; \
+	echo "flake check under $(FLAKE_BURNERS) CPU burners: $$((SECONDS - started)) s"; \
+	$(PY) tools/flake_report.py "$(FLAKE_RESULTS)"/*
+
 # make test's stages, in order; the first that fails stops the run. Each runs through
 # tools/test_summary.py (its time, exit status and counts: pytest's junit xml, go test -json,
 # the Molecule loop's results, kept in $(TEST_RESULTS)), and a summary of every stage ends the
 # output whatever happened. A fresh lab: whatever an earlier run or a killed session left is
 # cleaned up first (lab-down before lab-up).
-TEST_STAGES = lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe \
+TEST_STAGES = setup lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe \
 	lab-down lab-up pytest/tests/lab molecule pytest/tests/lifecycle
 TEST_RESULTS ?= $(KAIOPS_CACHE)/test-results
-TEST_SUMMARY = $(PY) $(CURDIR)/tools/test_summary.py
+# The summary runs on the system Python (standard library only), so the setup stage - the venv and
+# the lab's Debian packages, minutes on a fresh machine - is timed with the rest.
+TEST_SUMMARY = $(PYTHON3) $(CURDIR)/tools/test_summary.py
+# A cold make test on a fresh 2-core machine, setup and lab build included, stays under this (CI
+# allows 90 minutes); the summary says whether this run did.
+TEST_GOAL_S ?= 3600
 
-test: venv lab-deps ## set up everything and run the whole suite, then a summary per stage (CI runs exactly this)
+test: ## set up everything and run the whole suite, then a summary per stage (CI runs exactly this)
 	@rm -rf "$(TEST_RESULTS)"; \
 	for s in $(TEST_STAGES); do \
 	  $(TEST_SUMMARY) stage --results "$(TEST_RESULTS)" $$s -- $(MAKE) --no-print-directory $$s || break; \
 	done; \
-	$(TEST_SUMMARY) report --results "$(TEST_RESULTS)" $(TEST_STAGES)
+	$(TEST_SUMMARY) report --results "$(TEST_RESULTS)" --goal-s $(TEST_GOAL_S) $(TEST_STAGES)
+
+# make test's first stage: what the others need installed (a no-op when the caches hold it).
+setup: venv lab-deps
 
 # One Go module's tests with go test's usual output and the counts: make go-test/lab/fakegpu
 go-test/%: $(VENV_STAMP)

@@ -7,9 +7,11 @@ test_summary.py stage --results DIR NAME -- COMMAND...
       junit.xml     pytest's (the runner adds --junitxml to PYTEST_ADDOPTS)
       go.json       written by `go-text`
       molecule.tsv  written by `make molecule`: "<scenario>\\t<passed|failed>\\t<seconds>"
-test_summary.py report --results DIR NAME...
+test_summary.py report --results DIR [--goal-s S] NAME...
     Prints the summary of those stages in that order (one without a result: not run) and
-    exits 1 unless every one passed.
+    exits 1 unless every one passed. With --goal-s, says whether the stages' total time (setup
+    included) stayed under that goal; a run over it still passes (a slow machine is not a
+    failed test) but says so.
 test_summary.py go-text
     Reads `go test -json` on stdin and prints what `go test` prints without -json: the
     output of failed tests and one line per package, then the counts (also written to
@@ -242,7 +244,7 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-def report(results: Path, names: list[str], out=sys.stdout) -> int:
+def report(results: Path, names: list[str], out=sys.stdout, goal_s: float | None = None) -> int:
     rows, failed, not_run = [], [], []
     total, total_s = Counts(), 0.0
     for name in names:
@@ -282,6 +284,9 @@ def report(results: Path, names: list[str], out=sys.stdout) -> int:
         file=out,
     )
     print("  counts: pytest tests, Go leaf tests (each t.Run case), Molecule scenarios", file=out)
+    if goal_s:
+        met = "within" if total_s <= goal_s else "OVER"
+        print(f"  time: {duration(total_s)}, {met} the goal of {duration(goal_s)}", file=out)
     if failed or not_run:
         why = f"failed: {', '.join(failed)}" if failed else "stopped"
         if not_run:
@@ -318,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("command", nargs=argparse.REMAINDER)
     rp = sub.add_parser("report", help="the summary of the named stages")
     rp.add_argument("--results", type=Path, required=True)
+    rp.add_argument("--goal-s", type=float, default=None)
     rp.add_argument("names", nargs="+")
     sub.add_parser("go-text", help="go test -json on stdin -> go test's plain output and counts")
     ct = sub.add_parser("counts", help="counts read from saved files")
@@ -330,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("stage: no command after --")
         return run_stage(args.results, args.name, command)
     if args.cmd == "report":
-        return report(args.results, args.names)
+        return report(args.results, args.names, goal_s=args.goal_s)
     if args.cmd == "go-text":
         return go_text()
     for path in args.files:

@@ -1,0 +1,77 @@
+"""tools/flake_report.py: a test that passed and failed across runs is flaky, one that failed
+every run is broken, and no test read at all is a failure, never a clean report."""
+
+import io
+import json
+import os
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, os.path.join(REPO, "tools"))
+import flake_report  # noqa: E402
+import test_summary  # noqa: E402
+
+
+def _go_stream(path, events):
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def _junit(path, cases):
+    body = "".join(
+        '<testcase classname="t" name="%s">%s</testcase>' % (name, "<failure/>" if failed else "")
+        for name, failed in cases
+    )
+    path.write_text("<testsuites><testsuite>%s</testsuite></testsuites>" % body)
+    return path
+
+
+def test_flake_report_names_a_go_test_that_passed_and_failed(tmp_path, capsys):
+    run = [{"Action": "pass", "Package": "p", "Test": "TestA"}] * 9
+    run += [{"Action": "fail", "Package": "p", "Test": "TestA"}]
+    run += [{"Action": "pass", "Package": "p", "Test": "TestB"}] * 10
+    run += [{"Action": "output", "Package": "p", "Output": "ok\n"}]
+    stream = _go_stream(tmp_path / "go.json", run)
+    assert flake_report.main([str(stream)]) == 1
+    out = capsys.readouterr().out
+    assert "flaky (passed and failed): go p TestA: 1 of 10 runs failed" in out
+    assert "1 of 2 tests flaky (50.00 %); 1 of 20 runs failed" in out
+
+
+def test_flake_report_counts_junit_passes_and_a_test_failing_every_run(tmp_path, capsys):
+    first = _junit(tmp_path / "unit-1.xml", [("a", False), ("b", True)])
+    second = _junit(tmp_path / "unit-2.xml", [("a", False), ("b", True)])
+    assert flake_report.main([str(first), str(second)]) == 1
+    out = capsys.readouterr().out
+    assert "failed every run: pytest t b: 2 of 2 runs failed" in out
+    assert "0 of 2 tests flaky" in out
+
+
+def test_flake_report_passes_only_on_tests_that_always_passed(tmp_path, capsys):
+    clean = _junit(tmp_path / "unit-1.xml", [("a", False), ("b", False)])
+    assert flake_report.main([str(clean)]) == 0
+    assert "0 of 2 tests flaky (0.00 %); 0 of 2 runs failed" in capsys.readouterr().out
+
+
+def test_flake_report_fails_when_nothing_was_read(tmp_path, capsys):
+    empty = _go_stream(tmp_path / "go.json", [{"Action": "output", "Output": "no tests\n"}])
+    assert flake_report.main([str(empty)]) == 1
+    assert "no data is not a pass" in capsys.readouterr().out
+
+
+def _stage(results, name, seconds, rc=0):
+    folder = results / name
+    folder.mkdir(parents=True)
+    record = {"name": name, "rc": rc, "seconds": seconds, "command": [], "counts": None}
+    (folder / "result.json").write_text(json.dumps(record))
+
+
+def test_summary_says_whether_the_run_stayed_within_its_goal(tmp_path):
+    _stage(tmp_path, "setup", 300)
+    _stage(tmp_path, "unit", 3400)
+    over, within = io.StringIO(), io.StringIO()
+    assert test_summary.report(tmp_path, ["setup", "unit"], out=over, goal_s=3600) == 0
+    assert "time: 1h01m, OVER the goal of 1h00m" in over.getvalue()
+    assert test_summary.report(tmp_path, ["setup"], out=within, goal_s=3600) == 0
+    assert "time: 5m00s, within the goal of 1h00m" in within.getvalue()
