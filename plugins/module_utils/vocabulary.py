@@ -120,6 +120,14 @@ THRESHOLDS = {
     "component_restarts_max": _threshold(
         "count", False, "container restarts per KAI component above which the inventory flags it"
     ),
+    # Optional: the verification's latency limits follow this run's own baseline (rollout/
+    # acceptance.baseline_thresholds), for a site whose latency is noisy, like the lab.
+    "latency_baseline_factor": _threshold(
+        "factor", False, "each latency limit is at least this run's baseline figure times this"
+    ),
+    "latency_baseline_plus_s": _threshold(
+        "seconds", False, "seconds added to the baseline figure with latency_baseline_factor"
+    ),
 }
 PERCENTILE_PAIRS = (
     ("bind_latency_p50_s", "bind_latency_p95_s"),
@@ -132,6 +140,7 @@ KIND_TEXT = {
     "fraction": "a fraction in (0, 1]",
     "count": "a whole number, 0 or more",
     "window": "a whole number of seconds, 60 to 86400",
+    "factor": "a number from 1 to 100",
 }
 # How a kind's rule reads in a report's threshold column.
 RULE_TEXT = {
@@ -139,6 +148,7 @@ RULE_TEXT = {
     "fraction": "> 0 and <= 1",
     "count": "a whole number >= 0",
     "window": "a whole number of seconds, 60 to 86400",
+    "factor": ">= 1 and <= 100",
 }
 
 

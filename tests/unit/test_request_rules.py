@@ -45,7 +45,13 @@ def test_as_number_refuses_what_is_not_finite(value):
 
 @pytest.mark.parametrize("value", [NAN, INF])
 @pytest.mark.parametrize(
-    "name", ["bind_latency_p50_s", "binder_restarts_max", "observation_window_s"]
+    "name",
+    [
+        "bind_latency_p50_s",
+        "binder_restarts_max",
+        "observation_window_s",
+        "latency_baseline_factor",
+    ],
 )
 def test_rollout_threshold_gate_refuses_nan_and_infinity(name, value):
     thresholds = dict(THRESHOLDS, **{name: value})
@@ -70,6 +76,16 @@ def test_rollback_and_inventory_thresholds_refuse_nan(value):
         result = rules.check(playbook, given, paths={"/b": "dir"})
         assert fields(result) == ["kaiops_thresholds"], playbook
         json.loads(canonical_json(result), parse_constant=pytest.fail)
+
+
+@pytest.mark.parametrize("value", [0.5, 101, "x2"])
+def test_request_refuses_a_latency_baseline_factor_out_of_bounds(value):
+    given = {"kaiops_thresholds": dict(THRESHOLDS, latency_baseline_factor=value)}
+    result = rules.check(
+        "rollback", dict(given, kaiops_rollout_rollback_bundle="/b"), paths={"/b": "dir"}
+    )
+    assert fields(result) == ["kaiops_thresholds"]
+    assert "latency_baseline_factor" in result["problems"][0]["message"]
 
 
 def test_canonical_json_is_always_json():

@@ -378,6 +378,41 @@ def test_rollback_is_held_to_the_old_versions_own_figures():
     assert not bad["binder_restarts"]["passed"]
 
 
+def test_verify_latency_follows_the_baseline_when_the_request_ties_it():
+    tied = dict(THRESHOLDS, latency_baseline_factor=2, latency_baseline_plus_s=1)
+    slow_machine = figures(bound=(2.5, 3.0), running=(2.6, 3.1))
+    # without the tie, a machine slower than the written 2 s fails; with it, the limit is the
+    # baseline measured in the same run (1.8 s x2 + 1 s) and the gate says where it came from
+    assert not by_name(A.verify_gates("verify", slow_machine, THRESHOLDS))["bind_latency_p50"][
+        "passed"
+    ]
+    gates = by_name(
+        A.verify_gates("verify", slow_machine, tied, baseline=figures(bound=(1.8, 2.2)))
+    )
+    assert gates["bind_latency_p50"]["passed"]
+    assert gates["bind_latency_p50"]["threshold"] == (
+        "<= 4.6 s (bind_latency_p50_s) - from this run's baseline: 1.8 s x2.0 + 1.0 s = 4.6 s"
+        " (written 2.0 s)"
+    )
+    # a regression well past the machine's noise still fails (a binder waiting out a timeout)
+    regressed = figures(bound=(40.0, 41.0))
+    bad = by_name(A.verify_gates("verify", regressed, tied, baseline=figures(bound=(1.8, 2.2))))
+    assert not bad["bind_latency_p50"]["passed"]
+    assert "40.000 s is above bind_latency_p50_s 4.6 s" in bad["bind_latency_p50"]["message"]
+
+
+def test_verify_latency_keeps_the_written_floor_and_no_baseline_eases_nothing():
+    tied = dict(THRESHOLDS, latency_baseline_factor=2)
+    fast = by_name(A.verify_gates("verify", figures(), tied, baseline=figures(bound=(0.1, 0.2))))
+    assert fast["bind_latency_p50"]["threshold"].startswith("<= 2.0 s (bind_latency_p50_s)")
+    slow = figures(bound=(2.5, 3.0))
+    missing = by_name(A.verify_gates("verify", slow, tied, baseline=None))
+    assert not missing["bind_latency_p50"]["passed"]
+    assert missing["bind_latency_p50"]["threshold"].endswith(
+        "the baseline was not measured: the written threshold alone"
+    )
+
+
 def test_upgrade_gates():
     ok = by_name(
         A.upgrade_gates("upgrade", {"version": "v2", "all_rolled_out": True}, "v2", 3.2, 180)

@@ -187,6 +187,7 @@ THRESHOLD_BOUNDS = {
     "fraction": {"min": 0.001, "max": 1},
     "count": {"min": 0, "max": 1000000, "whole": True},
     "window": {"min": 60, "max": 86400, "whole": True},
+    "factor": {"min": 1, "max": 100},
 }
 
 

@@ -68,6 +68,8 @@ def read_threshold(name, value):
         return number, "%s must be a whole number" % number
     if kind == "count" and number < 0:
         return number, "%s must be 0 or more" % number
+    if kind == "factor" and not 1 <= number <= 100:
+        return number, "%s must be from 1 to 100" % number
     if kind == "window" and not 60 <= number <= 86400:
         return number, "%s must be between 60 and 86400 seconds" % number
     return number, None
