@@ -165,10 +165,11 @@ class Context(object):
         for br in snapshot.get("bindrequests") or []:
             pod_key = "%s/%s" % (meta(br).get("namespace"), (br.get("spec") or {}).get("podName"))
             self.brs_by_pod.setdefault(pod_key, []).append(br)
-        self.reservations = {}  # GPU group -> its reservation pods
+        # GPU group -> its reservation pods, failed ones too: a failed one is a cause's proof
+        self.reservations = {}
         for pod in snapshot.get("reservation_pods") or []:
             group = labels(pod).get(GPU_GROUP_LABEL)
-            if group and is_live(pod):
+            if group and not meta(pod).get("deletionTimestamp"):
                 self.reservations.setdefault(group, []).append(pod)
         self.members = {}  # namespace/PodGroup -> its live pods
         for pod in self.pods:
@@ -548,7 +549,8 @@ def rule_duplicate_reservation(pod, facts, ctx):
         return None
     nodes = set(facts["nodes"])
     found = []
-    for group, pods in sorted(ctx.reservations.items()):
+    for group, every in sorted(ctx.reservations.items()):
+        pods = [p for p in every if is_live(p)]  # a failed one holds no GPU
         on_node = {(p.get("spec") or {}).get("nodeName") for p in pods} & nodes
         if len(pods) > 1 and (on_node or group in facts["groups"]):
             found.extend(
@@ -779,14 +781,20 @@ BY_ID = dict((c["id"], c) for c in CAUSES + (UNKNOWN,))
 # ---------------------------------------------------------------- classify
 
 
-def pending_pods(ctx, namespaces=()):
+def pending_pods(
+    pods,
+    scheduler_name=SCHEDULER_NAME,
+    reservation_namespace=RESERVATION_NAMESPACE,
+    namespaces=(),
+):
     """Pods KAI schedules that wait for a node: schedulerName kai-scheduler, live, unbound,
-    outside the reservation namespace (optionally only in ``namespaces``)."""
-    for pod in ctx.pods:
+    outside the reservation namespace (optionally only in ``namespaces``). A bound pod that is
+    still Pending waits for its kubelet, not for KAI."""
+    for pod in pods:
         data = meta(pod)
-        if (pod.get("spec") or {}).get("schedulerName") != ctx.scheduler_name:
+        if (pod.get("spec") or {}).get("schedulerName") != scheduler_name:
             continue
-        if data.get("namespace") == ctx.reservation_namespace:
+        if data.get("namespace") == reservation_namespace:
             continue
         if namespaces and data.get("namespace") not in namespaces:
             continue
@@ -861,6 +869,7 @@ def summarize(pods):
 def classify(snapshot, now, namespaces=()):
     """{pods: [one diagnosis per Pending pod], by_cause: [...], notes: [...]} for a snapshot."""
     ctx = Context(snapshot, now)
-    pods = [diagnose_pod(pod, ctx) for pod in pending_pods(ctx, namespaces)]
+    waiting = pending_pods(ctx.pods, ctx.scheduler_name, ctx.reservation_namespace, namespaces)
+    pods = [diagnose_pod(pod, ctx) for pod in waiting]
     pods.sort(key=lambda p: (CAUSE_IDS.index(p["cause"]), -(p["waiting_s"] or 0)))
     return {"pods": pods, "by_cause": summarize(pods), "notes": notes(ctx)}
