@@ -93,15 +93,19 @@ def snapshot(raw):
 def diagnose(raw, now, cluster, namespaces=()):
     """The cluster's diagnosis: each Pending pod's cause with its proofs, grouped by cause."""
     found = classify(snapshot(raw), now, namespaces)
+    access = raw.get("access") or {}
+    # partial: a section the credentials may not read or the cluster does not serve (logs that
+    # were not asked for are a choice, not a gap).
+    refused = [s for s, state in access.items() if state in ("forbidden", "not_served")]
     return {
         "cluster": cluster,
-        "status": "ok" if not found["notes"] else "partial",
+        "status": "partial" if refused else "ok",
         "read_at": iso(now),
         "namespaces": list(namespaces or []),
         "pending": len(found["pods"]),
         "by_cause": found["by_cause"],
         "pods": found["pods"],
         "notes": found["notes"],
-        "access": raw.get("access") or {},
+        "access": access,
         "api_calls": raw.get("api_calls"),
     }
