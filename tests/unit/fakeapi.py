@@ -175,7 +175,7 @@ class FakeAPI:
             namespace, rest = rest[1], rest[2:]
         if rest[0] == "pods" and rest[2:] == ["log"]:
             found = self.logs.get("%s/%s" % (namespace, rest[1]))
-            return (200, found) if found is not None else (404, _status(404, "no such pod"))
+            return (200, found) if found is not None else (400, _status(400, "waiting to start"))
         kind = next(
             (k for (gv, k), (res, _n) in KINDS.items() if gv == group_version and res == rest[0]),
             None,

@@ -105,6 +105,16 @@ class DiagnoseClient(object):
         raw["api_calls"] = client.calls
         return raw
 
+    def _log(self, path, what, query):
+        """A pod's recent log; '' when it has none yet (400: its container is waiting to start)
+        or no longer (404: the pod is gone): neither says anything about the API server."""
+        try:
+            return self._client.text(path, what, query)
+        except KaiopsError as exc:
+            if exc.http_status in (400, 404):
+                return ""
+            raise
+
     def _logs(self, access, raw, kai_namespace, logs):
         """{pod name: its recent log} of the scheduler, binder and pod grouper pods."""
         names = [
@@ -125,7 +135,7 @@ class DiagnoseClient(object):
             text = self._optional(
                 part,
                 "logs",
-                lambda path=path, query=query, pod_name=pod_name: self._client.text(
+                lambda path=path, query=query, pod_name=pod_name: self._log(
                     path, "the log of pod %s/%s" % (kai_namespace, pod_name), query
                 ),
             )

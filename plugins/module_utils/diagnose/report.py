@@ -22,7 +22,20 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending impor
 
 SCHEMA = "kaiops.report/v1"
 # A cluster entry with one of these statuses (or none) was not diagnosed.
-FAILED_STATUSES = ("unreachable", "unauthorized", "forbidden", "invalid_input", "error", "missing")
+FAILED_STATUSES = (
+    "unreachable",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "invalid_input",
+    "error",
+    "missing",
+)
+
+
+def failed(entry):
+    """Not diagnosed: a failure status, or any entry that carries an error."""
+    return entry["status"] in FAILED_STATUSES or bool(entry.get("error"))
 
 
 def cause_table():
@@ -46,10 +59,10 @@ def build(clusters, generated_at, run_id=None):
     for entry in out.values():
         for row in entry["by_cause"]:
             by_cause[row["cause"]] = by_cause.get(row["cause"], 0) + row["count"]
-    failed = sorted(n for n, e in out.items() if e["status"] in FAILED_STATUSES)
+    not_read = sorted(n for n, e in out.items() if failed(e))
     summary = {
         "clusters": len(out),
-        "failed": failed,
+        "failed": not_read,
         "pending": sum(len(e["pods"]) for e in out.values()),
         "by_cause": {c: by_cause[c] for c in CAUSE_IDS if c in by_cause},
         "unknown": by_cause.get(UNKNOWN["id"], 0),
@@ -59,7 +72,7 @@ def build(clusters, generated_at, run_id=None):
         "kind": "diagnose",
         "generated_at": generated_at,
         "run_id": run_id,
-        "decision": "incomplete" if failed else "diagnosed",
+        "decision": "incomplete" if not_read else "diagnosed",
         "summary": summary,
         "causes": cause_table(),
         "clusters": out,
@@ -124,7 +137,7 @@ def junit_suites(report):
     suites = []
     for name, entry in report["clusters"].items():
         classname = "diagnose.%s" % name
-        if entry["status"] in FAILED_STATUSES:
+        if failed(entry):
             error = {"message": entry.get("error") or entry["status"], "type": entry["status"]}
             cases = [{"classname": classname, "name": "read the cluster", "error": error}]
         elif not entry["pods"]:
