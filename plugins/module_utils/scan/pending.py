@@ -48,8 +48,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import
     parse_time,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    ADMISSION,
     FRACTION_ANNOTATION,
     GPU_GROUP_LABEL,
+    KAI_CONFIG_NAME,
     NAMESPACE,
     NIL_MAP_REASON,
     POD_GROUP_ANNOTATION,
@@ -776,6 +778,79 @@ UNKNOWN = _cause(
 )
 CAUSE_IDS = tuple(c["id"] for c in CAUSES) + (UNKNOWN["id"],)
 BY_ID = dict((c["id"], c) for c in CAUSES + (UNKNOWN,))
+
+
+# ---------------------------------------------------------------- the snapshot of the reads
+
+
+def _flag(args, name):
+    """True/False for ``--name=true|false`` (or a bare ``--name``), None when absent."""
+    for arg in args:
+        if arg == name:
+            return True
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1].strip().lower() in ("true", "1", "yes")
+    return None
+
+
+def sharing(deployments, config, kai_namespace):
+    """Whether GPU sharing is on, and the object and field that say so: the admission
+    container's flag first, else kai-config's spec.admission.gpuSharing."""
+    admission = next((d for d in deployments or [] if meta(d).get("name") == ADMISSION), None)
+    for container in ((admission or {}).get("spec") or {}).get("template", {}).get("spec", {}).get(
+        "containers"
+    ) or []:
+        found = _flag(list(container.get("args") or []), SHARING_ARG)
+        if found is not None:
+            return {
+                "enabled": found,
+                "kind": "Deployment",
+                "namespace": kai_namespace,
+                "name": ADMISSION,
+                "field": "spec.template.spec.containers[%s].args" % container.get("name"),
+            }
+    configured = (((config or {}).get("spec") or {}).get("admission") or {}).get("gpuSharing")
+    if configured is not None:
+        return {
+            "enabled": bool(configured),
+            "kind": "Config",
+            "namespace": None,
+            "name": KAI_CONFIG_NAME,
+            "field": "spec.admission.gpuSharing",
+        }
+    return {"enabled": None}
+
+
+def snapshot(raw):
+    """The classifier's snapshot (``scan/pending.py`` SECTIONS) of the client's reads."""
+    pods = raw.get("pods") or []
+    reservation_ns = raw.get("reservation_namespace") or RESERVATION_NAMESPACE
+    kai_ns = raw.get("kai_namespace") or NAMESPACE
+    return {
+        "access": raw.get("access") or {},
+        "kai_namespace": kai_ns,
+        "reservation_namespace": reservation_ns,
+        "scheduler_name": raw.get("scheduler_name") or SCHEDULER_NAME,
+        "pods": pods,
+        "podgroups": raw.get("podgroups") or [],
+        "queues": raw.get("queues") or [],
+        "bindrequests": raw.get("bindrequests") or [],
+        "reservation_pods": [
+            p
+            for p in pods
+            if meta(p).get("namespace") == reservation_ns
+            and labels(p).get("app") == "kai-resource-reservation"
+        ],
+        "configmaps": raw.get("configmaps") or [],
+        "nodes": raw.get("nodes") or [],
+        "events": raw.get("events") or [],
+        "components": {
+            "deployments": raw.get("deployments") or [],
+            "pods": [p for p in pods if meta(p).get("namespace") == kai_ns],
+            "logs": raw.get("logs") or {},
+        },
+        "sharing": sharing(raw.get("deployments"), raw.get("kai_config"), kai_ns),
+    }
 
 
 # ---------------------------------------------------------------- classify
