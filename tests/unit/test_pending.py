@@ -211,3 +211,32 @@ def test_a_snapshot_without_access_counts_what_it_holds_as_read():
     snap.pop("access")
     found = pending.classify(snap, NOW)
     assert [p["cause"] for p in found["pods"]] == ["queue_missing"]
+
+
+def test_a_scheduler_with_no_ready_replica_holds_the_pods_waiting_for_it():
+    case = yaml.safe_load(yaml.safe_dump(CASES["unknown"]))
+    components = yaml.safe_load(yaml.safe_dump(BASE["components"]))
+    for obj in components:
+        if obj["metadata"]["name"] == "kai-scheduler-default" and obj["kind"] == "Deployment":
+            obj["status"]["readyReplicas"] = 0
+    case["without"] = ["components"]
+    case["objects"] = case["objects"] + components
+    result, _raw = cluster([case])
+    (pod,) = result["pods"]
+    assert pod["cause"] == "kai_component_down" and pod["stage"] == "scheduling"
+    assert ("Deployment", "kai-scheduler-default", "status.readyReplicas", 0) in [
+        (e["kind"], e["name"], e["field"], e["value"]) for e in pod["evidence"]
+    ]
+    assert pod["step"] is None  # restart_binder is for the binder only
+
+
+def test_without_kai_config_no_component_exists_and_the_pod_grouper_is_named():
+    result, _raw = cluster([CASES["kai_component_down_no_kai_config"]])
+    (pod,) = result["pods"]
+    assert pod["stage"] == "grouping" and pod["step"] is None
+    assert "no Deployment of the pod-grouper" in pod["evidence"][1]["value"]
+
+
+def test_the_unauthorized_binder_names_recoverys_restart_binder():
+    result, _raw = cluster([CASES["kai_component_down"]])
+    assert result["pods"][0]["step"] == "restart_binder"

@@ -354,10 +354,17 @@ def rule_kai_component_down(pod, facts, ctx):
     state = ctx.components.get(name) if name else None
     if state is None or state["running"]:
         return None
+    data = meta(pod)
+    # What shows the pod waits at that component's stage.
     where = {
         "grouping": proof("Pod", pod, "metadata.annotations[%s]" % POD_GROUP_ANNOTATION, "absent"),
         "scheduling": proof(
-            "PodGroup", facts["pod_group"], "status.schedulingConditions", "no BindRequest yet"
+            "BindRequest",
+            None,
+            "metadata.name",
+            "not found: the scheduler has not placed the pod",
+            namespace=data.get("namespace"),
+            name=data.get("name"),
         ),
         "binding": proof(
             "BindRequest", (facts["live_brs"] or [None])[0], "status.phase", "(none: not bound yet)"
@@ -487,7 +494,7 @@ def rule_queue_missing(pod, facts, ctx):
         return None
     found = _condition_proofs(facts, QUEUE_DOES_NOT_EXIST)
     queue = (pod_group.get("spec") or {}).get("queue")
-    if "queues" in ctx.read and queue not in ctx.queues:
+    if queue and "queues" in ctx.read and queue not in ctx.queues:
         found.append(proof("PodGroup", pod_group, "spec.queue", queue))
         found.append(proof("Queue", None, "metadata.name", "not found", name=queue))
     return found or None
@@ -891,6 +898,9 @@ def diagnose_pod(pod, ctx):
         evidence = unknown_evidence(pod, facts, ctx)
     data = meta(pod)
     waited = age_s(pod, ctx.now)
+    step = cause["step"]
+    if cause["id"] == "kai_component_down" and facts["stage"] != "binding":
+        step = None  # recovery's restart_binder acts on the binder only
     return {
         "pod": {
             "namespace": data.get("namespace"),
@@ -901,7 +911,7 @@ def diagnose_pod(pod, ctx):
         "title": cause["title"],
         "stage": facts["stage"],
         "evidence": evidence,
-        "step": cause["step"],
+        "step": step,
         "owner": cause["owner"],
         "since": data.get("creationTimestamp"),
         "waiting_s": round(waited, 1) if waited is not None else None,
