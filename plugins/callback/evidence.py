@@ -485,6 +485,7 @@ REPORTS = {
     "recovery": "recovery.json",
     "gpu_access": "gpu_access.json",
     "inventory": "inventory.json",
+    "diagnose": "report.json",
 }
 
 

@@ -134,6 +134,27 @@ window:
   description: C(window_s), C(source), C(median_start_s), C(samples), C(rule), C(newest_samples).
   returned: success
   type: dict
+pending:
+  description:
+    - Without O(baseline) - each Pending pod that KAI schedules with its one cause, classified as
+      M(kaiops.runbooks.kai_diagnose_facts) does (the shared C(scan/pending.py); no component
+      log is read here). docs/diagnose.md describes the causes.
+  returned: when baseline is not given
+  type: dict
+  contains:
+    by_cause:
+      description:
+        - Per cause - C(cause), C(count), C(oldest_wait_s), C(oldest_pod), C(step), C(owner).
+      type: list
+      elements: dict
+    pods:
+      description: Per pod, C(pod), C(cause), C(evidence), C(step), C(owner), C(waiting_s).
+      type: list
+      elements: dict
+    notes:
+      description: The reads that could not be made, so the causes that need them are unproven.
+      type: list
+      elements: str
 observation:
   description:
     - With O(baseline) - C(outcomes) (finding, verdict, at, why), C(pending), C(summary),

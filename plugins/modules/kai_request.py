@@ -38,7 +38,7 @@ options:
     description: The playbook whose rules apply.
     type: str
     required: true
-    choices: [inventory, reproduce, recovery, gpu_access, rollout, rollback]
+    choices: [inventory, reproduce, recovery, gpu_access, diagnose, rollout, rollback]
   cluster:
     description: The cluster (inventory host) the request is for, named in the message.
     type: str
@@ -134,7 +134,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.request.runner import run_request
 
-PLAYBOOKS = ["inventory", "reproduce", "recovery", "gpu_access", "rollout", "rollback"]
+PLAYBOOKS = ["inventory", "reproduce", "recovery", "gpu_access", "diagnose", "rollout", "rollback"]
 
 
 def argspec():

@@ -23,6 +23,9 @@ KINDS = {
     ("kai.scheduler/v1", "Config"): ("configs", False),
     ("scheduling.run.ai/v1alpha2", "BindRequest"): ("bindrequests", True),
     ("nvidia.com/v1", "ClusterPolicy"): ("clusterpolicies", False),
+    ("v1", "Event"): ("events", True),
+    ("scheduling.run.ai/v2alpha2", "PodGroup"): ("podgroups", True),
+    ("scheduling.run.ai/v2", "Queue"): ("queues", False),
 }
 CORE_GROUPS = ("v1", "apps/v1")
 
@@ -49,8 +52,11 @@ def _match_fields(selector, obj):
 class FakeAPI:
     """objects: manifests; served: extra apiVersions (CRDs) to serve; forbidden: path prefixes."""
 
-    def __init__(self, objects=(), served=(), forbidden=(), version="v1.35.4", token="t0ken"):
+    def __init__(
+        self, objects=(), served=(), forbidden=(), version="v1.35.4", token="t0ken", logs=None
+    ):
         self.objects = [dict(o) for o in objects]
+        self.logs = dict(logs or {})  # "<namespace>/<pod>" -> its log text
         self.served = set(CORE_GROUPS) | set(served) | {o["apiVersion"] for o in self.objects}
         self.forbidden = list(forbidden)
         self.version = version
@@ -67,6 +73,7 @@ class FakeAPI:
             served=data.get("served") or [],
             forbidden=data.get("forbidden") or [],
             version=data.get("version", "v1.35.4"),
+            logs=data.get("logs") or {},
         )
 
     # -------------------------------------------------------------- lifecycle
@@ -79,9 +86,10 @@ class FakeAPI:
                 pass
 
             def _answer(self, status, body):
-                data = json.dumps(body).encode()
+                text = isinstance(body, str)  # a pod's log
+                data = body.encode() if text else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/plain" if text else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -165,6 +173,9 @@ class FakeAPI:
         namespace = None
         if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
+        if rest[0] == "pods" and rest[2:] == ["log"]:
+            found = self.logs.get("%s/%s" % (namespace, rest[1]))
+            return (200, found) if found is not None else (400, _status(400, "waiting to start"))
         kind = next(
             (k for (gv, k), (res, _n) in KINDS.items() if gv == group_version and res == rest[0]),
             None,
@@ -233,8 +244,17 @@ class FakeClient:
     raises like a dead API server.
     """
 
-    def __init__(self, objects=(), served=(), forbidden=(), version="v1.35.4", unreachable=False):
+    def __init__(
+        self,
+        objects=(),
+        served=(),
+        forbidden=(),
+        version="v1.35.4",
+        unreachable=False,
+        logs=None,
+    ):
         self.objects = [dict(o) for o in objects]
+        self.logs = dict(logs or {})  # "<namespace>/<pod>" -> its log text
         self.served = set(CORE_GROUPS) | set(served) | {o["apiVersion"] for o in self.objects}
         self.forbidden = {tuple(f) for f in forbidden}
         self.version = version
@@ -309,3 +329,10 @@ class FakeClient:
             if (o["apiVersion"], o["kind"], o["metadata"]["name"]) == (api_version, kind, name):
                 return json.loads(json.dumps(o))
         return None
+
+    def text(self, path, what, query=None):
+        """A pod's log (``/api/v1/namespaces/<ns>/pods/<pod>/log``) from ``logs``."""
+        self._check("v1", "Pod")
+        parts = path.strip("/").split("/")
+        self.log.append(("text", path, dict(query or {})))
+        return self.logs.get("%s/%s" % (parts[3], parts[5]), "")

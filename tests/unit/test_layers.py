@@ -28,7 +28,16 @@ LAYERS = (
     ("shared", ("bundle", "cost", "probes", "scan"), ("base", "generic", "domain", "shared")),
     (
         "feature",
-        ("inventory", "reproduce", "recovery", "gpu_access", "rollout", "snapshot", "request"),
+        (
+            "inventory",
+            "reproduce",
+            "recovery",
+            "gpu_access",
+            "rollout",
+            "snapshot",
+            "request",
+            "diagnose",
+        ),
         ("base", "generic", "domain", "shared"),
     ),
 )

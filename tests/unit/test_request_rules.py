@@ -153,6 +153,7 @@ def test_serial_keeps_valid_waves():
             "kaiops_gpu_access_expected_isolation",
         ),
         ("inventory", "kaiops_thresholdz", "kaiops_thresholds"),
+        ("diagnose", "kaiops_kai_namespce", "kaiops_kai_namespace"),
         ("rollback", "kaiops_rollout_rollback_bundel", "kaiops_rollout_rollback_bundle"),
     ],
 )
@@ -244,6 +245,13 @@ def test_recovery_steps_given_as_one_string_are_not_read_letter_by_letter():
     result = rules.check("recovery", {"kai_recovery_steps": "delete_orphan_configmaps"})
     assert result["problems"][0]["message"].startswith("kai_recovery_steps: must be a list")
     assert "'d'" not in result["problems"][0]["message"]
+
+
+def test_diagnose_namespaces_given_as_one_string_are_not_read_letter_by_letter():
+    result = rules.check("diagnose", {"kai_diagnose_namespaces": "team-a"})
+    assert fields(result) == ["kai_diagnose_namespaces"]
+    assert "must be a list, got a string" in result["problems"][0]["message"]
+    assert "kai_diagnose_namespaces" in result["problems"][0]["fix"]
 
 
 def test_gpu_access_names_the_choices_instead_of_an_argument_spec_dump():

@@ -13,10 +13,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
 from datetime import datetime, timezone
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
+
+# KAI's specific reasons of a PodGroup condition: one reading, shared with the Pending diagnosis.
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    specific_reasons,
+)
 
 CASE_LABEL = "kaiops.dev/gpu-access-case"
 # NVIDIA container runtime values that give a container no GPU device.
@@ -186,21 +190,6 @@ def pod_state(pod):
             if k in SHARING_ENV + (MEMORY_LIMIT_ENV,)
         },
     }
-
-
-# KAI's condition message: "<Reason>: <text>." (after "Node-Pool '<pool>': " when KAI adds it).
-_MESSAGE_REASON = re.compile(r"^\s*(?:Node-Pool '[^']*': )?([A-Za-z]+):")
-
-
-def specific_reasons(condition):
-    """KAI's specific reasons (QueueDoesNotExist, OverLimit) of one scheduling condition: its
-    ``reasons[].reason`` when it has them, else its message's prefix before ':'. Never the
-    condition's ``reason``: KAI always writes Unschedulable there (kai-contract.md section 14)."""
-    listed = [r.get("reason") for r in condition.get("reasons") or [] if r.get("reason")]
-    if listed:
-        return listed
-    found = _MESSAGE_REASON.match(condition.get("message") or "")
-    return [found.group(1)] if found else []
 
 
 def _reasons(pod_group):

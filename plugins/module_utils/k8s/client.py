@@ -194,6 +194,17 @@ class KubeClient(object):
     def server_version(self):
         return self.get("/version", what="the server version")
 
+    def text(self, path, what, query=None):
+        """GET path whose answer is text, not JSON (a pod's log); failures as ``request``'s."""
+        response, raw = self._exchange("GET", path, "for " + what, {"Accept": "*/*"}, query=query)
+        if not 200 <= response.status < 300:
+            raise KaiopsError(
+                "Failed to get %s: HTTP %s %s" % (what, response.status, _api_message(raw)),
+                status=_HTTP_STATUS.get(response.status, STATUS_ERROR),
+                http_status=response.status,
+            )
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
     def resource(self, api_version, kind):
         """Discovery: (plural, namespaced) of a kind; one GET per apiVersion, cached."""
         if api_version not in self._resources:

@@ -27,6 +27,7 @@ SCHEDULING_SHARD = ("kai.scheduler/v1", "SchedulingShard")
 QUEUE = ("scheduling.run.ai/v2", "Queue")
 BIND_REQUEST = ("scheduling.run.ai/v1alpha2", "BindRequest")
 CLUSTER_POLICY = ("nvidia.com/v1", "ClusterPolicy")
+POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
 
 # ------------------------------------------------------------------ default names of an install
 NAMESPACE = "kai-scheduler"
@@ -83,6 +84,17 @@ CM_SUFFIX = re.compile(r"^.+-(i?\d+)(-evar)?$")
 # writes into them: evidence keeps their data (nothing else keeps ConfigMap values).
 SHARING_CONFIGMAP_NAME = re.compile(r"^.+-shared-gpu-(i?\d+)(-evar)?$")
 SHARING_CONFIGMAP_KEYS = ("NVIDIA_VISIBLE_DEVICES", "GPU_PORTION")
+
+# ------------------------------------------------------------------ scheduling (sections 4, 5, 14)
+SCHEDULER_NAME = "kai-scheduler"  # pod spec.schedulerName of the pods KAI schedules
+POD_GROUP_ANNOTATION = "pod-group-name"  # the pod grouper's link from a pod to its PodGroup
+QUEUE_LABEL = "kai.scheduler/queue"
+DEFAULT_QUEUE = "default-queue"
+RESERVATION_APP_LABEL = "app=kai-resource-reservation"
+# A PodGroup's scheduling condition: this type, reason always Unschedulable (section 14).
+UNSCHEDULABLE_ON_NODE_POOL = "UnschedulableOnNodePool"
+# KAI's condition message: "<Reason>: <text>." (after "Node-Pool '<pool>': " when KAI adds it).
+_MESSAGE_REASON = re.compile(r"^\s*(?:Node-Pool '[^']*': )?([A-Za-z]+):")
 
 # ------------------------------------------------------------------ GPU node labels
 NODE_LABELS = {
@@ -154,3 +166,14 @@ def device_plugin_config_names(policies):
         if cfg.get("name"):
             names.append(cfg["name"])
     return sorted(set(names))
+
+
+def specific_reasons(condition):
+    """KAI's specific reasons (QueueDoesNotExist, OverLimit) of one scheduling condition: its
+    ``reasons[].reason`` when it has them, else its message's prefix before ':'. Never the
+    condition's ``reason``: KAI always writes Unschedulable there (kai-contract.md section 14)."""
+    listed = [r.get("reason") for r in condition.get("reasons") or [] if r.get("reason")]
+    if listed:
+        return listed
+    found = _MESSAGE_REASON.match(condition.get("message") or "")
+    return [found.group(1)] if found else []

@@ -194,6 +194,29 @@ def _observation(entry):
     }
 
 
+def _pending(entry):
+    """Each Pending pod with its cause (the shared classifier's), the first proof as text."""
+    rows = []
+    for pod in (entry.get("pending") or {}).get("pods") or []:
+        first = (pod.get("evidence") or [{}])[0]
+        rows.append(
+            {
+                "key": "%s/%s" % (pod["pod"]["namespace"], pod["pod"]["name"]),
+                "cause": pod["cause"],
+                "proof": "%s %s `%s` = %s"
+                % (first.get("kind"), first.get("name"), first.get("field"), first.get("value"))
+                if first
+                else None,
+                "waiting": "%ss" % int(pod["waiting_s"])
+                if pod.get("waiting_s") is not None
+                else None,
+                "step": pod.get("step"),
+                "owner": pod.get("owner"),
+            }
+        )
+    return rows
+
+
 def _cluster(name, entry):
     """One cluster as the template prints it: the entry, its counts as text and each optional
     part given (the template reads the required ones, status and the two lines, from the entry)."""
@@ -224,6 +247,8 @@ def _cluster(name, entry):
             for f in entry.get("findings") or []
         ],
         interventions=_interventions(entry),
+        pending=_pending(entry),
+        pending_read=bool(entry.get("pending")),
         idle_steps=entry.get("idle_steps") or [],
         observation=_observation(entry),
         unrecovered=", ".join(entry.get("unrecovered_after_intervention") or []),

@@ -24,6 +24,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import 
     KubeWriter,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import ref
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import SCHEDULER_NAME
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply import (
     InterventionJournal,
     RecoveryApplier,
@@ -39,12 +40,30 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service i
     plan,
     start_latencies,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import (
+    PendingClient,
+    RecoveryClient,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending import (
+    classify,
+    snapshot,
+)
 
 
 def _utc_now():
     return datetime.datetime.now(datetime.timezone.utc)
+
+
+def pending_causes(client, raw, params, read_at):
+    """Each Pending pod KAI schedules with its cause, as diagnose.yml gives it: the shared reads
+    (the pods recovery listed already) and the shared classifier. No log is read: a component
+    refused by the API server shows only when its Deployment has no ready replica."""
+    reads = PendingClient(client).collect(
+        params["kai_namespace"], params["reservation_namespace"], SCHEDULER_NAME, pods=raw["pods"]
+    )
+    found = classify(snapshot(reads), read_at, params.get("namespaces") or [])
+    return {"by_cause": found["by_cause"], "pods": found["pods"], "notes": found["notes"]}
 
 
 def run_recovery_facts(
@@ -76,7 +95,11 @@ def run_recovery_facts(
         "read_at": read_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "api_calls": client.calls,
     }
-    if params.get("baseline") is not None:
+    if params.get("baseline") is None:
+        # The cause of each Pending pod, once, when finding (not at each observation poll).
+        result["pending"] = pending_causes(client, raw, params, read_at)
+        result["api_calls"] = client.calls
+    else:
         observation = observe(
             params["baseline"],
             raw,

@@ -345,6 +345,20 @@ PLAYBOOKS = {
             kai_recovery_allow_non_disposable=_v("bool", "give true or false"),
         ),
     },
+    "diagnose": {
+        "feature": None,
+        "names": True,
+        "report": "report",
+        "role": "kai_diagnose",
+        "vars": dict(
+            CONNECTION_CHECKED,
+            kai_diagnose_namespaces=_v(
+                "list",
+                'give kai_diagnose_namespaces as a list, e.g. -e \'{"kai_diagnose_namespaces": '
+                '["team-a"]}\' (or [] for every namespace)',
+            ),
+        ),
+    },
     "gpu_access": {
         "feature": "gpu_access",
         "names": True,
