@@ -101,6 +101,27 @@ def new_record(cluster, request, gates, regression=None, link=None):
     }
 
 
+def refused_record(cluster, refusal):
+    """The record of a cluster whose request the request check of every playbook refused
+    (kai_request): one failed request gate per problem, nothing read or changed."""
+    found = [
+        gate(
+            "request",
+            "request:%s" % p.get("field"),
+            "refused",
+            "the request check's rules (plugins/module_utils/request/rules.py)",
+            False,
+            p.get("message") or "refused",
+            p.get("fix") or "",
+        )
+        for p in refusal.get("problems") or []
+    ]
+    record = new_record(cluster, dict(refusal.get("request") or {}), found)
+    if refusal.get("operation") == "rollback":
+        record["change"] = {"operation": "rollback", "action": "rollback"}
+    return record
+
+
 def _copy(record):
     out = copy.deepcopy(record or {})
     for key in ("gates", "steps", "evidence"):

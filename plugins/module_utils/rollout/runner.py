@@ -73,27 +73,6 @@ def run_rollout_request(module):
 ADDITIONS = ("skip", "inventory", "snapshot", "failure", "refusal")
 
 
-def refused_record(cluster, refusal):
-    """The record of a cluster whose request the request check of every playbook refused
-    (kai_request): one failed request gate per problem, nothing read or changed."""
-    found = [
-        gates.gate(
-            "request",
-            "request:%s" % p.get("field"),
-            "refused",
-            "the request check's rules (plugins/module_utils/request/rules.py)",
-            False,
-            p.get("message") or "refused",
-            p.get("fix") or "",
-        )
-        for p in refusal.get("problems") or []
-    ]
-    record = pipeline.new_record(cluster, dict(refusal.get("request") or {}), found)
-    if refusal.get("operation") == "rollback":
-        record["change"] = {"operation": "rollback", "action": "rollback"}
-    return record
-
-
 def run_rollout_record(module):
     params = module.params
     the_addition(params, ADDITIONS)
@@ -117,7 +96,7 @@ def run_rollout_record(module):
             snapshot.get("use_helm", True),
         )
     elif params.get("refusal") is not None:
-        record = refused_record(params.get("cluster"), params["refusal"])
+        record = pipeline.refused_record(params.get("cluster"), params["refusal"])
     else:
         failure = params["failure"]
         record = pipeline.add_failure(
