@@ -25,6 +25,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import failed
 
 
 def _started(_record, data, _cluster):
@@ -185,6 +186,19 @@ class RolloutRecord(object):
         """The records of the run's other clusters, by name."""
         names = [n for n in self.journal.subjects() if n != self.cluster]
         return {name: fold(self.journal.entries(name)) for name in names}
+
+
+def outcome(record):
+    """What a module returns of a record, for the role to branch on: ``decision`` (so far, or
+    None), ``action`` (after the decision: none, rollback, pause, continue; or None),
+    ``passed`` (every gate so far passed) and ``failed_gates`` (their names)."""
+    bad = failed(record.get("gates") or [])
+    return {
+        "decision": record.get("decision"),
+        "action": (record.get("change") or {}).get("action"),
+        "passed": not bad,
+        "failed_gates": [g["gate"] for g in bad],
+    }
 
 
 def records(bundle_dir, clusters):
