@@ -5,7 +5,7 @@ import json
 import tempfile
 
 import pytest
-from conftest import PATCHED, PRE, ExitJson
+from conftest import PATCHED, PRE, THRESHOLDS, ExitJson
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     build_manifest,
@@ -609,3 +609,134 @@ def test_time_to_restore_is_counted_from_the_failed_gates_decision(fake_module):
         wall=lambda: next(clock),
     )
     assert out["record"]["change"]["rollback"]["decision_to_verified_s"] == 42.5
+
+
+# ---------------------------------------------------------------- rules that left the role's YAML
+
+
+def test_the_baseline_is_not_measured_on_a_cluster_that_runs_the_target(fake_module, tmp_path):
+    journal = RolloutRecord(str(tmp_path), "lab")
+    journal.add(
+        "request",
+        {"record": {"cluster": "lab", "request": {"kai_version": PATCHED},
+                    "current_version": PATCHED, "change": {"resume": {"bundle": "b-1"}}}},
+    )  # fmt: skip
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "phase": "baseline"}
+
+    def never(*_args):
+        raise AssertionError("no probe runs")
+
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_verify(fake_module(params), client_factory=never)
+    assert done.value.result["skipped"] is True and "record" not in done.value.result
+    note = "the cluster already ran %s when this run began, as recorded by run b-1" % PATCHED
+    assert journal.record()["change"]["baseline_note"] == note
+
+
+def test_verify_is_not_run_under_check_and_adds_nothing(fake_module, tmp_path):
+    journal = RolloutRecord(str(tmp_path), "lab")
+    journal.add("request", {"record": {"cluster": "lab", "request": {"kai_version": PATCHED}}})
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "phase": "verify"}
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_verify(fake_module(params, check_mode=True), client_factory=None)
+    assert done.value.result["skipped"] is True
+    assert len(journal.journal.entries()) == 1
+
+
+@pytest.mark.parametrize(
+    ("phase", "version"), [("baseline", PRE), ("verify", PATCHED), ("rollback", PRE)]
+)
+def test_each_verification_is_held_to_the_records_version_thresholds_and_window(phase, version):
+    thresholds = dict(THRESHOLDS, observation_window_s=120)
+    record = {
+        "request": {"kai_version": PATCHED, "thresholds": thresholds},
+        "change": {
+            "before": {"version": PRE},
+            "resume": {"baseline": {"stale_objects": {"before_change": ["u-1"]}}},
+        },
+    }
+    assert CR.verify_inputs(record, phase) == {
+        "version": version,
+        "thresholds": thresholds,
+        "window_s": 120,
+        "stale_baseline": ["u-1"],
+    }
+
+
+def test_governance_reads_no_rbac_when_the_inventory_read_nothing(fake_module, tmp_path):
+    journal = RolloutRecord(str(tmp_path), "lab")
+    journal.add("request", {"record": {"cluster": "lab", "inventory_status": "unreachable"}})
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "namespaces": [], "rule": {}}
+
+    def never(*_args):
+        raise AssertionError("no RBAC read")
+
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_governance(fake_module(params), client_factory=never)
+    assert done.value.result["skipped"] is True and len(journal.journal.entries()) == 1
+
+
+@pytest.mark.parametrize(("upgraded", "step_failed"), [(False, "upgrade"), (True, "verify")])
+def test_a_failed_change_task_fails_the_step_it_was_in(
+    fake_module, tmp_path, upgraded, step_failed
+):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
+        run_rollout_failure,
+    )
+
+    change = {"upgrade": {"status": "done"}} if upgraded else {}
+    RolloutRecord(str(tmp_path), "lab").add(
+        "request", {"record": {"cluster": "lab", "gates": [], "steps": [], "change": change}}
+    )
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "stage": "change",
+              "task": "Verify after the change", "msg": "boom", "restore": None}  # fmt: skip
+    with pytest.raises(ExitJson) as done:
+        run_rollout_failure(fake_module(params))
+    record = RolloutRecord(str(tmp_path), "lab").record()
+    assert record["steps"][-1] == {
+        "step": step_failed,
+        "status": "failed",
+        "reason": "Verify after the change: boom",
+    }
+    assert done.value.result["decision"] == record["decision"]
+
+
+def test_the_upgrade_is_recorded_with_what_the_record_knows(fake_module, tmp_path):
+    before = {"version": PRE, "revision": 2, "snapshot": "snapshots/before-change-lab"}
+    RolloutRecord(str(tmp_path), "lab").add(
+        "request",
+        {"record": {"cluster": "lab", "request": {"kai_version": PATCHED}, "gates": [],
+                    "steps": [], "change": {"before": before}}},
+    )  # fmt: skip
+    identity = {"version": PATCHED, "all_rolled_out": True, "components": []}
+    result = {"changed": True, "revision": 3, "helm_status": "deployed", "identity": identity,
+              "rolled_out_s": 5.0, "timeout_s": 300}  # fmt: skip
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "stage": "upgrade", "result": result}
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_upgrade(fake_module(params))
+    record = RolloutRecord(str(tmp_path), "lab").record()
+    assert record["change"]["upgrade"]["revision_before"] == 2
+    assert record["change"]["upgrade"]["status"] == "done" and done.value.result["passed"] is True
+    assert record["steps"][-1]["reason"].startswith("upgraded to %s (revision 2 -> 3)" % PATCHED)
+    params = dict(
+        params, stage="rollback", result=dict(result, identity=dict(identity, version=PRE))
+    )
+    with pytest.raises(ExitJson):
+        CR.run_rollout_upgrade(fake_module(params))
+    rollback = RolloutRecord(str(tmp_path), "lab").record()["change"]["rollback"]
+    assert rollback["revision_target"] == 2 and rollback["version"] == PRE
+
+
+def test_admit_reads_no_cluster_for_a_malformed_request(fake_module, tmp_path):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import runner as RR
+
+    for name, well_formed in (("good", True), ("bad", False)):
+        RolloutRecord(str(tmp_path), name).add(
+            "request", {"record": {"cluster": name, "request_well_formed": well_formed,
+                                   "gates": [], "steps": []}},
+        )  # fmt: skip
+        with pytest.raises(ExitJson) as done:
+            RR.run_rollout_admit(fake_module({"cluster": name, "evidence_dir": str(tmp_path)}))
+        assert done.value.result["well_formed"] is well_formed
+        steps = RolloutRecord(str(tmp_path), name).record()["steps"]
+        assert [s["status"] for s in steps] == ([] if well_formed else ["not_run", "not_run"])
