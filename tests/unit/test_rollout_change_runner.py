@@ -1,5 +1,6 @@
-"""rollout/change_runner.py and rollout/client.py over files: kai_rollout_step's additions, the
-evidence store's earlier runs and rehearsals, the snapshot folder, restore against a fake client."""
+"""rollout/change_runner.py and rollout/client.py over files: the change window's modules (each
+reads the record from the run's journal and appends one entry), the evidence store's earlier runs
+and rehearsals, the snapshot folder, restore against a fake client."""
 
 import json
 import tempfile

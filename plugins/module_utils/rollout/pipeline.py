@@ -7,9 +7,10 @@
 each, and whether it is built; a step that is not built is reported as not run with its
 ``reason`` (the policy lives here, not in the role). The record of a cluster is made by
 ``new_record`` (the change request) and only ever added to, by ``add_skip``, ``add_inventory``,
-``add_snapshot`` and ``add_failure``: the role keeps what the module ``kai_rollout_record``
-returns and never writes a gate or a step itself. The report (``rollout/report.py``) is built
-from the records.
+``add_snapshot``, ``add_failure`` and the change window's ``add_*``: these are the rules the
+run's journal is folded through (``rollout/record.py``), each entry a module appended; the role
+never writes a gate or a step itself. The report (``rollout/report.py``) is built from the
+records.
 
 A record: ``{schema, cluster, request, request_well_formed, current_version, inventory_status,
 gates, steps, evidence, regression, snapshot_plan}``; gates as ``rollout/gates.py`` makes them,
