@@ -13,12 +13,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import KaiopsModuleAction
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import ClusterModuleAction
 
 
-class ActionModule(KaiopsModuleAction):
+class ActionModule(ClusterModuleAction):
     def extra_args(self, task_vars):
-        extra = {}
+        extra = super(ActionModule, self).extra_args(task_vars)
         if "variables" not in self._task.args:
             extra["variables"] = sorted(name for name in task_vars if name.startswith("kaiops_"))
         if "stray_extra_vars" not in self._task.args and "_raw_params" in task_vars:

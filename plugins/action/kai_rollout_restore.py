@@ -7,8 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import KaiopsModuleAction
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import ClusterModuleAction
 
 
-class ActionModule(KaiopsModuleAction):
+class ActionModule(ClusterModuleAction):
     pass

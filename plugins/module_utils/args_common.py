@@ -19,6 +19,13 @@ EVIDENCE_ARG_SPEC = {
     "evidence_dir": {"type": "path"},
 }
 
+# doc_fragments/journal.py documents these: the modules that keep a cluster's rollout record in
+# the run's journal (the action plugin fills in cluster, from inventory_hostname, and the bundle).
+JOURNAL_ARG_SPEC = {
+    "cluster": {"type": "str"},
+    "evidence_dir": {"type": "path"},
+}
+
 # doc_fragments/report.py documents this: the modules that render a report from templates.
 REPORT_ARG_SPEC = {
     "template_dir": {"type": "path"},

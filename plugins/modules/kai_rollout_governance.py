@@ -26,13 +26,9 @@ description:
     kept. Writes C(governance/<cluster>.json) into the run's evidence.
 extends_documentation_fragment:
   - kaiops.runbooks.k8s_auth
-  - kaiops.runbooks.evidence
+  - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
 options:
-  record:
-    description: The cluster's rollout record.
-    type: dict
-    default: {}
   kai_namespace:
     description: KAI's namespace.
     type: str
@@ -55,22 +51,40 @@ attributes:
     details:
       - Reads only; runs the same under C(--check).
 seealso:
-  - module: kaiops.runbooks.kai_rollout_record
+  - module: kaiops.runbooks.kai_rollout_preflight
 """
 
 EXAMPLES = r"""
 - name: Read who can edit KAI's coordination objects
   kaiops.runbooks.kai_rollout_governance:
-    record: "{{ kai_rollout__output }}"
     namespaces: [kai-scheduler, kai-resource-reservation]
-  register: kai_rollout_step
+  register: kai_rollout_governed
 """
 
 RETURN = r"""
-record:
-  description: The record with the governance gate and summary.
+decision:
+  description:
+    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+      window decided it.
   returned: always
-  type: dict
+  type: str
+  sample: approved
+action:
+  description:
+    - What the failed-gate policy said to do after the verification (C(none), C(rollback),
+      C(pause), C(continue)), or null before the decision.
+  returned: always
+  type: str
+passed:
+  description: True when every gate of the cluster's record passed so far.
+  returned: always
+  type: bool
+failed_gates:
+  description: Names of the record's failed gates so far.
+  returned: always
+  type: list
+  elements: str
+  sample: [kai_release]
 governance:
   description:
     - C(targets) (per object, its editors and through what) and C(broad) (the grants flagged).
@@ -81,7 +95,7 @@ governance:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
-    EVIDENCE_ARG_SPEC,
+    JOURNAL_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -93,9 +107,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change_run
 def argspec():
     return merge_specs(
         AUTH_ARG_SPEC,
-        EVIDENCE_ARG_SPEC,
+        JOURNAL_ARG_SPEC,
         {
-            "record": {"type": "dict", "default": {}},
             "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "namespaces": {"type": "list", "elements": "str", "default": []},
             "rule": {"type": "dict", "default": {}},

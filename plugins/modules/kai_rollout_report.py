@@ -14,9 +14,9 @@ version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:
-  - Takes the change request and, per cluster, its rollout record (the gates, the steps with
-    their status C(done), C(failed), C(not_run) and reason, and the evidence paths, as
-    M(kaiops.runbooks.kai_rollout_request) and M(kaiops.runbooks.kai_rollout_record) built it);
+  - Reads, per cluster of O(hosts), its rollout record from the run's journal (the gates, the
+    steps with their status C(done), C(failed), C(not_run) and reason, and the evidence paths, as
+    the rollout modules journaled them) and the change request the first of them recorded;
     decides per cluster (C(refused) when any gate failed, C(proceed) otherwise) and for the run
     (C(refused) when any cluster was refused).
   - The steps not built yet come from the pipeline (C(plugins/module_utils/rollout/pipeline.py)),
@@ -33,22 +33,29 @@ extends_documentation_fragment:
   - kaiops.runbooks.report
   - kaiops.runbooks.attributes
 options:
+  hosts:
+    description:
+      - The clusters to report on; each one's record is read from the run's journal
+        (C(journal.jsonl) in O(evidence_dir)). A cluster with no entry failed before its request
+        was judged - the report says so.
+      - When given, O(request) and O(clusters) are not read.
+    type: list
+    elements: str
   request:
     description:
-      - What was asked - C(change_owner), C(kai_version), C(rollback_target), C(thresholds),
-        C(regression_waiver) (its reason and approver are shown). Recorded as given.
+      - Without O(hosts), what was asked - C(change_owner), C(kai_version), C(rollback_target),
+        C(thresholds), C(regression_waiver) (its reason and approver are shown). Recorded as
+        given.
       - Typed raw so that a wrong shape is written into an error report, not refused unwritten.
     type: raw
-    required: true
   clusters:
     description:
-      - Per cluster name, its rollout record (C(kai_rollout__output)) - C(gates), C(steps)
+      - Without O(hosts), per cluster name, its rollout record - C(gates), C(steps)
         (list of C({step, status, reason})), C(evidence) (paths relative to the run's folder)
         and C(current_version). A cluster without gates is refused; an empty record is a
         cluster that failed before its preflight ran.
       - Typed raw so that a wrong shape is written into an error report, not refused unwritten.
     type: raw
-    required: true
   run_id:
     description: Identifier of the run; default - the name of the evidence folder.
     type: str
@@ -76,16 +83,13 @@ attributes:
         C(--check) too, since it is the evidence of the run.
 seealso:
   - module: kaiops.runbooks.kai_rollout_request
-  - module: kaiops.runbooks.kai_rollout_record
+  - module: kaiops.runbooks.kai_rollout_finish
 """
 
 EXAMPLES = r"""
 - name: Write the rollout report from every cluster's record
   kaiops.runbooks.kai_rollout_report:
-    request: "{{ hostvars[ansible_play_hosts_all[0]].kai_rollout__output.request }}"
-    clusters: >-
-      {{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars)
-         | map(attribute='kai_rollout__output', default={}))) }}
+    hosts: "{{ ansible_play_hosts_all }}"
   register: kai_rollout_report_result
   run_once: true
 """
@@ -118,6 +122,12 @@ files:
   type: list
   elements: str
   sample: [report.json, report.md, junit.xml]
+inventoried:
+  description: The clusters whose inventory was read, in the order of O(hosts).
+  returned: always
+  type: list
+  elements: str
+  sample: [lab]
 evidence_dir:
   description: The evidence folder written into; null when none was known.
   returned: always
@@ -140,8 +150,9 @@ def argspec():
         EVIDENCE_ARG_SPEC,
         REPORT_ARG_SPEC,
         {
-            "request": {"type": "raw", "required": True},
-            "clusters": {"type": "raw", "required": True},
+            "hosts": {"type": "list", "elements": "str"},
+            "request": {"type": "raw"},
+            "clusters": {"type": "raw"},
             "run_id": {"type": "str"},
             "pending_steps": {
                 "type": "list",

@@ -24,22 +24,18 @@ description:
     the KAI version in the evidence store, unless a waiver with a reason and an approver is given;
     and, when given, the rehearsal waiver (a reason and an approver).
   - Reads the request first - numeric text is read as the number it says (C(" 300 ") is 300), a
-    Helm revision given as text as a number - and returns it so, in the record.
+    Helm revision given as text as a number - and records it so.
   - A reproduce report counts when C(<evidence_root>/<bundle>/report.json) has C(kind=reproduce),
     C(kai_version) equal to the KAI version and C(verdict=pass), and its bundle's C(status) is
     C(complete) and its C(manifest.sha256) verifies. Reports that match the version but do not
     count are listed with the reason.
-  - Returns the cluster's new rollout record (C(plugins/module_utils/rollout/pipeline.py)), every
-    gate with its figure, threshold and pass or fail, and one message naming every failed gate
-    and its fix. The module never fails because a gate failed; the caller decides.
+  - Starts the cluster's rollout record in the run's journal (C(rollout/record.py)) and returns
+    every gate with its figure, threshold and pass or fail, and one message naming every failed
+    gate and its fix. The module never fails because a gate failed; the caller decides.
 extends_documentation_fragment:
-  - kaiops.runbooks.evidence
+  - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
 options:
-  cluster:
-    description: Name of the cluster (inventory host) the request is for.
-    type: str
-    required: true
   change_owner:
     description: Who answers for the change (C(kaiops_change_owner)).
     type: raw
@@ -100,14 +96,13 @@ attributes:
     details:
       - Reads no cluster and changes nothing; runs the same under C(--check).
 seealso:
-  - module: kaiops.runbooks.kai_rollout_record
+  - module: kaiops.runbooks.kai_rollout_policy
   - module: kaiops.runbooks.kai_rollout_report
 """
 
 EXAMPLES = r"""
 - name: Judge the change request (the KAI version and rollback target from the version pair)
   kaiops.runbooks.kai_rollout_request:
-    cluster: "{{ inventory_hostname }}"
     change_owner: gpu-platform-oncall@example.com
     thresholds:
       bind_latency_p50_s: 2
@@ -121,16 +116,10 @@ EXAMPLES = r"""
     regression_waiver:
       reason: reproduce run filed with the change ticket
       approved_by: change-board@example.com
-  register: kai_rollout_step
+  register: kai_rollout_requested
 """
 
 RETURN = r"""
-record:
-  description:
-    - The cluster's new rollout record - C(schema), C(cluster), C(request) (as read, numbers as
-      numbers), C(request_well_formed), C(gates), C(steps), C(evidence), C(regression).
-  returned: always
-  type: dict
 gates:
   description: Every gate of the request, in order.
   returned: always
@@ -150,6 +139,21 @@ passed:
   description: True when every gate passed.
   returned: always
   type: bool
+decision:
+  description: Null - the change window decides a cluster.
+  returned: always
+  type: str
+action:
+  description: Null - the failed-gate policy acts after the verification.
+  returned: always
+  type: str
+kai_version:
+  description:
+    - The KAI version under test as the request reads it (C(kaiops_kai_version), else the
+      version pair's patched release) - the one name it keeps from the request to
+      C(report.json).
+  returned: always
+  type: str
 well_formed:
   description:
     - True when every gate passed but possibly the regression evidence - the read-only cluster
@@ -169,7 +173,7 @@ cluster:
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
-    EVIDENCE_ARG_SPEC,
+    JOURNAL_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
@@ -182,9 +186,8 @@ RELEASE_DEFAULTS = {"kai_version": "pair.patched", "rollback_target": "pair.pre"
 
 def argspec():
     return merge_specs(
-        EVIDENCE_ARG_SPEC,
+        JOURNAL_ARG_SPEC,
         {
-            "cluster": {"type": "str", "required": True},
             "change_owner": {"type": "raw"},
             "kai_version": {"type": "raw"},
             "thresholds": {"type": "raw"},

@@ -27,7 +27,7 @@ description:
     which are left in place (C(rollout/restore.py)).
 extends_documentation_fragment:
   - kaiops.runbooks.k8s_auth
-  - kaiops.runbooks.evidence
+  - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
 options:
   operation:
@@ -40,6 +40,8 @@ options:
       - For O(operation=restore), the snapshot folder - absolute, relative to the run's bundle
         (C(snapshots/before-change-<cluster>)) or relative to the evidence store
         (C(<bundle>/snapshots/before-change-<cluster>)).
+      - Default - the snapshot the cluster's record (in the run's journal) holds before the
+        change.
     type: str
   evidence_root:
     description: The evidence store. Default - the run's context, given by the action plugin.
@@ -50,6 +52,7 @@ options:
   after_upgrade:
     description:
       - For O(operation=restore), the resourceVersions read right after the upgrade, if known.
+      - Default, when O(snapshot_dir) is not given either - those the cluster's record holds.
     type: dict
   reservation_namespace:
     description: For O(operation=survivors), KAI's reservation namespace.
@@ -62,16 +65,14 @@ attributes:
       - O(operation=read) runs the same; O(operation=restore) reports what it would do and
         changes nothing.
 seealso:
-  - module: kaiops.runbooks.kai_rollout_step
+  - module: kaiops.runbooks.kai_rollout_rollback
 """
 
 EXAMPLES = r"""
 - name: Restore the configuration recorded before the change
   kaiops.runbooks.kai_rollout_restore:
     operation: restore
-    snapshot_dir: "{{ evidence }}/snapshots/before-change-lab"
     before_rollback: "{{ read_before.objects }}"
-    after_upgrade: "{{ kai_rollout__output.change.after_objects }}"
 """
 
 RETURN = r"""
@@ -95,7 +96,7 @@ restore:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
-    EVIDENCE_ARG_SPEC,
+    JOURNAL_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -107,7 +108,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change_run
 def argspec():
     return merge_specs(
         AUTH_ARG_SPEC,
-        EVIDENCE_ARG_SPEC,
+        JOURNAL_ARG_SPEC,
         {
             "operation": {
                 "type": "str",

@@ -19,28 +19,27 @@ description:
     the cluster, submits fractional GPU probes (C(gpu-fraction 0.5), C(schedulerName kai-scheduler))
     - O(probes) running the GPU probe on a real node, O(kwok_probes) on KWOK nodes - and watches
     them, their BindRequests and the binder's pods from the controller until each reached its
-    outcome or O(window_s) passed. Then deletes the namespace and runs the recovery scan.
+    outcome or the change request's C(observation_window_s) passed. Then deletes the namespace
+    and runs the recovery scan.
   - Figures from the watches' timestamps - submit-to-bound and submit-to-Running p50/p95 (work
     that never got there stays in the denominator), completion rate (failed and timed-out probes
     count), binder restarts (a replaced binder pod counts), BindRequests Failed with their
     reasons, stale objects (the probes' reservation pods left, recovery-scan findings new since
     the change began), queue age, valid completions and idle GPU capacity. A bind is a pod with a
     node, never an event.
-  - O(phase=baseline) only records the figures (before the change); O(phase=verify) and
-    O(phase=rollback) judge them as gates (C(rollout/acceptance.py)). Evidence in
-    C(verify/<cluster>/<phase>/).
+  - O(phase=baseline) only records the figures (before the change, on the version that runs);
+    O(phase=verify) (on the version under test, the request's C(kai_version)) and
+    O(phase=rollback) (on the version recorded before the change) judge them as gates against
+    the request's thresholds (C(rollout/acceptance.py)); the version, the thresholds and the
+    figures before the change are read from the cluster's record in the run's journal, and the
+    figures are added to it. Evidence in C(verify/<cluster>/<phase>/).
+  - O(phase=baseline) on a cluster that runs the version under test already records why no
+    baseline is measured, probes nothing and returns skipped.
 extends_documentation_fragment:
   - kaiops.runbooks.k8s_auth
-  - kaiops.runbooks.evidence
+  - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
 options:
-  record:
-    description: The cluster's rollout record (C(kai_rollout__output)).
-    type: dict
-    default: {}
-  cluster:
-    description: Name of the cluster when the record has none.
-    type: str
   phase:
     description: Which verification.
     type: str
@@ -50,13 +49,6 @@ options:
     description: The run's id (namespace name and labels).
     type: str
     required: true
-  version:
-    description: The KAI version expected to run (recorded with the figures).
-    type: str
-  thresholds:
-    description: The change request's thresholds (as read by the request).
-    type: dict
-    default: {}
   probes:
     description: Probes that run the GPU probe to completion (a real node).
     type: int
@@ -79,10 +71,6 @@ options:
     description: Image of the probes.
     type: str
     default: kaiops.dev/gpuprobe:0.1.0
-  window_s:
-    description: How long the probes are followed at most (C(observation_window_s)).
-    type: int
-    default: 300
   settle_s:
     description: How long to wait for the probes' reservation pods to go after their namespace.
     type: int
@@ -107,41 +95,53 @@ attributes:
   check_mode:
     support: partial
     details:
-      - Creates pods; under C(--check) nothing runs and the record comes back as given.
+      - Creates pods; under C(--check) nothing runs and nothing is added to the record.
 seealso:
-  - module: kaiops.runbooks.kai_rollout_step
+  - module: kaiops.runbooks.kai_rollout_decision
 """
 
 EXAMPLES = r"""
 - name: Verify the upgrade
   kaiops.runbooks.kai_rollout_verify:
-    record: "{{ kai_rollout__output }}"
     phase: verify
     run_id: "{{ kai_rollout_run_id }}"
-    thresholds: "{{ kai_rollout__output.request.thresholds }}"
     kwok_probes: 8
-  register: kai_rollout_step
 """
 
 RETURN = r"""
-record:
-  description: The record with the figures (and, after the change, the gates).
+decision:
+  description:
+    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+      window decided it.
   returned: always
-  type: dict
+  type: str
+  sample: approved
+action:
+  description:
+    - What the failed-gate policy said to do after the verification (C(none), C(rollback),
+      C(pause), C(continue)), or null before the decision.
+  returned: always
+  type: str
+passed:
+  description: True when every gate of the cluster's record passed so far.
+  returned: always
+  type: bool
+failed_gates:
+  description: Names of the record's failed gates so far.
+  returned: always
+  type: list
+  elements: str
+  sample: [kai_release]
 figures:
   description: What the verification measured.
   returned: success
   type: dict
-passed:
-  description: True when every gate of the record passed so far.
-  returned: success
-  type: bool
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
-    EVIDENCE_ARG_SPEC,
+    JOURNAL_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -153,24 +153,19 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change_run
 def argspec():
     return merge_specs(
         AUTH_ARG_SPEC,
-        EVIDENCE_ARG_SPEC,
+        JOURNAL_ARG_SPEC,
         {
-            "record": {"type": "dict", "default": {}},
-            "cluster": {"type": "str"},
             "phase": {
                 "type": "str",
                 "choices": ["baseline", "verify", "rollback"],
                 "required": True,
             },
             "run_id": {"type": "str", "required": True},
-            "version": {"type": "str"},
-            "thresholds": {"type": "dict", "default": {}},
             "probes": {"type": "int", "default": 1},
             "probe_placement": {"type": "dict", "default": {}},
             "kwok_probes": {"type": "int", "default": 0},
             "kwok_placement": {"type": "dict", "default": {}},
             "image": {"type": "str", "default": "kaiops.dev/gpuprobe:0.1.0"},
-            "window_s": {"type": "int", "default": 300},
             "settle_s": {"type": "int", "default": 30},
             "stale_min_age_s": {"type": "int", "default": 300},
             "kai_namespace": {"type": "str", "default": "kai-scheduler"},

@@ -21,7 +21,10 @@ built on ``KaiopsModuleAction``. Before the module runs it:
    requirements are installed), whatever the host's connection: a host of this collection is
    a Kubernetes cluster, reached through its API server with a kubeconfig on the controller.
 
-``extra_args(task_vars)`` lets a plugin add arguments read from the task's variables.
+``extra_args(task_vars)`` lets a plugin add arguments read from the task's variables;
+``ClusterModuleAction`` gives a module that keeps a cluster's record in the run's journal
+(``cluster`` in its argspec) the host it runs for, ``inventory_hostname``, unless the task names
+one: a host of this collection is a cluster.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -94,3 +97,12 @@ class KaiopsModuleAction(ActionBase):
             self._connection = local
         task_vars = dict(task_vars, ansible_python_interpreter=sys.executable)
         return self._execute_module(module_name=action, module_args=args, task_vars=task_vars)
+
+
+class ClusterModuleAction(KaiopsModuleAction):
+    """For the modules that read and append to a cluster's record in the run's journal."""
+
+    def extra_args(self, task_vars):
+        if self._task.args.get("cluster"):
+            return {}
+        return {"cluster": task_vars.get("inventory_hostname")}

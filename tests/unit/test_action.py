@@ -25,7 +25,9 @@ def code(name):
 def test_every_module_has_its_action_plugin(name):
     path = os.path.join(REPO, "plugins", "action", name + ".py")
     assert os.path.isfile(path), "plugins/action/%s.py is missing" % name
-    assert "KaiopsModuleAction" in open(path).read()
+    text = open(path).read()
+    # ClusterModuleAction is the KaiopsModuleAction of the modules that keep a cluster's record
+    assert "KaiopsModuleAction" in text or "ClusterModuleAction" in text
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -93,3 +95,27 @@ def test_report_modules_get_the_collections_templates_folder_unless_given():
 def test_each_report_module_gets_the_folder_that_holds_its_template(name, template):
     args = action.controller_args(code(name), {}, None)
     assert os.path.isfile(os.path.join(args["template_dir"], template))
+
+
+class _Task:
+    def __init__(self, args):
+        self.args = args
+
+
+@pytest.mark.parametrize(
+    ("args", "cluster"), [({}, "lab-a"), ({"cluster": "lab-b"}, None), ({"cluster": ""}, "lab-a")]
+)
+def test_a_record_module_gets_the_cluster_the_host_is_unless_the_task_names_one(args, cluster):
+    plugin = action.ClusterModuleAction.__new__(action.ClusterModuleAction)
+    plugin._task = _Task(args)
+    extra = plugin.extra_args({"inventory_hostname": "lab-a"})
+    assert extra == ({"cluster": cluster} if cluster else {})
+
+
+def test_every_module_that_keeps_a_record_is_given_its_cluster():
+    """The modules with the journal's options run through ClusterModuleAction."""
+    for name in MODULES:
+        if "cluster" in code(name).argspec() and "evidence_dir" in code(name).argspec():
+            path = os.path.join(REPO, "plugins", "action", name + ".py")
+            if "kai_rollout_" in name:
+                assert "ClusterModuleAction" in open(path).read(), name

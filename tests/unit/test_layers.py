@@ -235,9 +235,9 @@ def test_every_package_has_a_layer():
             "no runner imports another runner",
         ),
         (
-            ("modules.kai_rollout_step", "module_utils.recovery.runner"),
-            "modules.kai_rollout_step -> module_utils.recovery.runner: plugin-feature: a module "
-            "imports its own feature only: kai_rollout_step is feature rollout's",
+            ("modules.kai_rollout_decision", "module_utils.recovery.runner"),
+            "modules.kai_rollout_decision -> module_utils.recovery.runner: plugin-feature: a "
+            "module imports its own feature only: kai_rollout_decision is feature rollout's",
         ),
         (
             ("module_utils.vocabulary", "plugin_utils.paths"),

@@ -1,30 +1,60 @@
-"""rollout/change_runner.py and rollout/client.py over files: kai_rollout_step's additions, the
-evidence store's earlier runs and rehearsals, the snapshot folder, restore against a fake client."""
+"""rollout/change_runner.py and rollout/client.py over files: the change window's modules (each
+reads the record from the run's journal and appends one entry), the evidence store's earlier runs
+and rehearsals, the snapshot folder, restore against a fake client."""
 
 import json
+import tempfile
 
 import pytest
-from conftest import PATCHED, PRE, ExitJson
+from conftest import PATCHED, PRE, THRESHOLDS, ExitJson
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     build_manifest,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change_runner as CR
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
     find_rollout_runs,
     snapshot_objects,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.record import RolloutRecord
+
+# What each call of the old kai_rollout_step became: the module that does that one thing.
+RUNNERS = {
+    "policy": CR.run_rollout_policy,
+    "earlier": CR.run_rollout_earlier,
+    "start": CR.run_rollout_start,
+    "decision": CR.run_rollout_decision,
+    "rollback": CR.run_rollout_rollback,
+    "rehearsal": CR.run_rollout_rehearsal,
+    "finish": CR.run_rollout_finish,
+}
 
 
-def step(fake_module, **params):
-    base = {name: None for name in CR.ADDITIONS}
-    base.update({"record": {}, "cluster": "lab", "evidence_root": None, "evidence_dir": None})
-    base.update(params)
+def step(fake_module, record=None, cluster="lab", check_mode=False, wall=None, **given):
+    """Run one module on a record: the record is journaled first (as the modules before it would
+    have), the module reads it from the journal and appends to it; returns the module's result
+    with the record read back (``record``)."""
+    ((what, value),) = [(k, v) for k, v in given.items() if k in RUNNERS]
+    bundle = given.get("evidence_dir") or tempfile.mkdtemp()
+    journal = RolloutRecord(bundle, (record or {}).get("cluster") or cluster)
+    if record:
+        journal.add("request", {"record": record})
+    params = {
+        "cluster": journal.cluster,
+        "evidence_dir": bundle,
+        "evidence_root": given.get("evidence_root"),
+    }
+    params.update(value or {})
+    runner = RUNNERS[what]
+    module = fake_module(params, check_mode=check_mode)
     with pytest.raises(ExitJson) as done:
-        CR.run_rollout_step(fake_module(base))
-    return done.value.result
+        runner(module, wall=wall) if wall else runner(module)
+    result = dict(done.value.result)
+    assert "record" not in result  # a module returns a few values, never the record
+    result["record"] = journal.record()
+    return result
 
 
 def write(path, data):
@@ -32,26 +62,121 @@ def write(path, data):
     path.write_text(data if isinstance(data, str) else json.dumps(data))
 
 
-def test_step_needs_exactly_one_addition(fake_module):
-    with pytest.raises(KaiopsError, match="give exactly one of"):
-        step(fake_module, skip="x", prior=True)
+def test_the_change_window_modules_return_what_the_role_branches_on(fake_module):
+    rec = {
+        "cluster": "lab",
+        "request_well_formed": True,
+        "gates": [],
+        "steps": [{"step": "request", "status": "done", "reason": ""}],
+    }
+    out = step(fake_module, record=rec, decision={})
+    assert sorted(out) == [
+        "action",
+        "before",
+        "changed",
+        "decision",
+        "failed_gates",
+        "passed",
+        "record",
+    ]
+    assert (out["action"], out["passed"], out["failed_gates"]) == ("none", True, [])
+    assert out["decision"] == out["record"]["decision"] == C.decide(out["record"])
 
 
 def test_step_policy_then_skip_decides_proceed(fake_module):
     rec = {
         "cluster": "lab",
+        "request_well_formed": True,
         "gates": [],
         "steps": [{"step": "request", "status": "done", "reason": ""}],
     }
     out = step(fake_module, record=rec, policy={"on_failed_gate": "pause", "waves": [1], "rate": 3})
     assert out["record"]["change"]["policy"]["policy"] == "pause"
-    assert out["record"]["change"]["rate"] == 3
-    out = step(fake_module, record=out["record"], skip="check mode (--check): nothing is upgraded")
-    assert out["decision"] == "proceed"
-    steps = {s["step"]: s["status"] for s in out["record"]["steps"]}
-    assert [steps[s] for s in ("baseline", "upgrade", "verify", "decision", "rollback")] == [
-        "not_run"
-    ] * 5
+    assert out["record"]["change"]["rate"] == 3 and out["well_formed"] is True
+    out = step(fake_module, record=out["record"], start={}, check_mode=True)
+    assert out["decision"] == "proceed" and out["action"] == "skip"
+    steps = {s["step"]: s for s in out["record"]["steps"]}
+    assert [
+        steps[s]["status"] for s in ("baseline", "upgrade", "verify", "decision", "rollback")
+    ] == ["not_run"] * 5
+    assert (
+        steps["upgrade"]["reason"]
+        == "check mode (--check): nothing is upgraded, probed or rolled back"
+    )
+
+
+@pytest.mark.parametrize(
+    ("gates", "peers", "check_mode", "action", "reason"),
+    [
+        (
+            [gate("cluster", "kai_release", "none", "-", False)],
+            {"lab-b": "rolled_back"},
+            True,
+            "skip",
+            "preflight refused (failed gates: kai_release)",
+        ),
+        (
+            [],
+            {"lab-b": "rolled_back", "lab-c": "paused", "lab-d": "approved"},
+            True,
+            "skip",
+            "stopped: an earlier wave failed on lab-b, lab-c",
+        ),
+        (
+            [],
+            {"lab-b": "approved"},
+            True,
+            "skip",
+            "check mode (--check): nothing is upgraded, probed or rolled back",
+        ),
+        ([], {"lab-b": "approved"}, False, "change", None),
+    ],
+    ids=["preflight", "earlier-wave", "check", "change"],
+)
+def test_the_change_starts_unless_preflight_an_earlier_wave_or_check_mode_stops_it(
+    fake_module, tmp_path, gates, peers, check_mode, action, reason
+):
+    """The rules the role's when: lines held: preflight first, then a peer whose change ended
+    rolled back, failed or paused (read from the run's journal), then --check."""
+    for name, decision in peers.items():
+        RolloutRecord(str(tmp_path), name).add(
+            "request", {"record": {"cluster": name, "decision": decision}}
+        )
+    rec = {"cluster": "lab", "request": {"kai_version": PATCHED}, "request_well_formed": True,
+           "gates": gates, "steps": []}  # fmt: skip
+    out = step(
+        fake_module,
+        record=rec,
+        start={"peers": ["lab", *peers]},
+        check_mode=check_mode,
+        evidence_dir=str(tmp_path),
+    )
+    assert out["action"] == action and out["kai_version"] == PATCHED
+    skipped = [s["reason"] for s in out["record"]["steps"] if s["status"] == "not_run"]
+    assert skipped == ([reason] * 5 if reason else [])
+
+
+def test_the_rollback_starts_unless_check_mode_or_a_refused_bundle_stops_it(fake_module):
+    rec = CR.pipeline.new_rollback_record("lab", "", None)
+    out = step(fake_module, record=rec, start={})
+    assert out["action"] == "skip"
+    assert out["record"]["steps"][-1]["reason"].startswith("refused: no bundle given")
+    out = step(fake_module, record=dict(rec, request_well_formed=True), start={}, check_mode=True)
+    assert out["record"]["steps"][-1]["reason"] == "check mode (--check): nothing is rolled back"
+
+
+def test_a_repeated_run_stands_on_the_earlier_approved_one(fake_module):
+    prior = {
+        "bundle": "20261201T100000Z-rollout-a",
+        "revision": 41,
+        "version": PATCHED,
+        "gates": [],
+    }
+    rec = {"cluster": "lab", "request_well_formed": True, "gates": [], "steps": [],
+           "change": {"prior": prior}}  # fmt: skip
+    out = step(fake_module, record=rec, start={})
+    assert out["action"] == "prior"
+    assert out["record"]["change"]["after"] == {"version": PATCHED, "revision": 41}
 
 
 def bundle(root, name, status="complete", report=None, release=None, tasks=None):
@@ -100,8 +225,8 @@ def test_step_earlier_resumes_from_an_interrupted_run(fake_module, tmp_path):
     )
     out = step(
         fake_module,
-        record={"cluster": "lab"},
-        earlier={"version": "v0.16.14", "current": {"version": "v0.16.14", "revision": 8}},
+        record={"cluster": "lab", "request": {"kai_version": "v0.16.14"}},
+        earlier={"current": {"version": "v0.16.14", "revision": 8}},
         evidence_root=str(tmp_path),
     )
     change = out["record"]["change"]
@@ -289,6 +414,8 @@ def test_the_run_itself_is_no_rehearsal(fake_module, tmp_path):
         evidence_dir=str(own),
     )
     assert out["record"]["change"]["rehearsal"] is None
+    # the run ends: the callback seals its bundle, its journal included
+    write(own / "manifest.sha256", build_manifest(str(own)))
     elsewhere = step(
         fake_module, record=verified_change(), rehearsal={}, evidence_root=str(tmp_path)
     )
@@ -472,22 +599,145 @@ def test_time_to_restore_is_counted_from_the_failed_gates_decision(fake_module):
         "steps": [],
         "change": {"upgrade": {"status": "done"}, "before": {"version": "v1", "revision": 3}},
     }
-    base = {name: None for name in CR.ADDITIONS}
-    base.update({"record": rec, "cluster": "lab", "evidence_root": None, "evidence_dir": None})
     clock = iter([1000.0, 1042.5])
+    decided = step(fake_module, record=rec, decision={}, wall=lambda: next(clock))
+    assert decided["action"] == "rollback" and decided["before"]["revision"] == 3
+    assert decided["record"]["change"]["decided_at"] == 1000.0
+    out = step(
+        fake_module,
+        record=decided["record"],
+        rollback={"time_to_restore_s": 20.0, "time_to_verified_s": 40.0, "restore": None},
+        wall=lambda: next(clock),
+    )
+    assert out["record"]["change"]["rollback"]["decision_to_verified_s"] == 42.5
+
+
+# ---------------------------------------------------------------- rules that left the role's YAML
+
+
+def test_the_baseline_is_not_measured_on_a_cluster_that_runs_the_target(fake_module, tmp_path):
+    journal = RolloutRecord(str(tmp_path), "lab")
+    journal.add(
+        "request",
+        {"record": {"cluster": "lab", "request": {"kai_version": PATCHED},
+                    "current_version": PATCHED, "change": {"resume": {"bundle": "b-1"}}}},
+    )  # fmt: skip
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "phase": "baseline"}
+
+    def never(*_args):
+        raise AssertionError("no probe runs")
+
     with pytest.raises(ExitJson) as done:
-        CR.run_rollout_step(fake_module(dict(base, decision=True)), wall=lambda: next(clock))
-    decided = done.value.result["record"]
-    assert decided["change"]["action"] == "rollback" and decided["change"]["decided_at"] == 1000.0
+        CR.run_rollout_verify(fake_module(params), client_factory=never)
+    assert done.value.result["skipped"] is True and "record" not in done.value.result
+    note = "the cluster already ran %s when this run began, as recorded by run b-1" % PATCHED
+    assert journal.record()["change"]["baseline_note"] == note
+
+
+def test_verify_is_not_run_under_check_and_adds_nothing(fake_module, tmp_path):
+    journal = RolloutRecord(str(tmp_path), "lab")
+    journal.add("request", {"record": {"cluster": "lab", "request": {"kai_version": PATCHED}}})
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "phase": "verify"}
     with pytest.raises(ExitJson) as done:
-        CR.run_rollout_step(
-            fake_module(
-                dict(
-                    base,
-                    record=decided,
-                    rollback={"time_to_restore_s": 20.0, "time_to_verified_s": 40.0},
-                )  # fmt: skip
-            ),
-            wall=lambda: next(clock),
-        )
-    assert done.value.result["record"]["change"]["rollback"]["decision_to_verified_s"] == 42.5
+        CR.run_rollout_verify(fake_module(params, check_mode=True), client_factory=None)
+    assert done.value.result["skipped"] is True
+    assert len(journal.journal.entries()) == 1
+
+
+@pytest.mark.parametrize(
+    ("phase", "version"), [("baseline", PRE), ("verify", PATCHED), ("rollback", PRE)]
+)
+def test_each_verification_is_held_to_the_records_version_thresholds_and_window(phase, version):
+    thresholds = dict(THRESHOLDS, observation_window_s=120)
+    record = {
+        "request": {"kai_version": PATCHED, "thresholds": thresholds},
+        "change": {
+            "before": {"version": PRE},
+            "resume": {"baseline": {"stale_objects": {"before_change": ["u-1"]}}},
+        },
+    }
+    assert CR.verify_inputs(record, phase) == {
+        "version": version,
+        "thresholds": thresholds,
+        "window_s": 120,
+        "stale_baseline": ["u-1"],
+    }
+
+
+def test_governance_reads_no_rbac_when_the_inventory_read_nothing(fake_module, tmp_path):
+    journal = RolloutRecord(str(tmp_path), "lab")
+    journal.add("request", {"record": {"cluster": "lab", "inventory_status": "unreachable"}})
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "namespaces": [], "rule": {}}
+
+    def never(*_args):
+        raise AssertionError("no RBAC read")
+
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_governance(fake_module(params), client_factory=never)
+    assert done.value.result["skipped"] is True and len(journal.journal.entries()) == 1
+
+
+@pytest.mark.parametrize(("upgraded", "step_failed"), [(False, "upgrade"), (True, "verify")])
+def test_a_failed_change_task_fails_the_step_it_was_in(
+    fake_module, tmp_path, upgraded, step_failed
+):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
+        run_rollout_failure,
+    )
+
+    change = {"upgrade": {"status": "done"}} if upgraded else {}
+    RolloutRecord(str(tmp_path), "lab").add(
+        "request", {"record": {"cluster": "lab", "gates": [], "steps": [], "change": change}}
+    )
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "stage": "change",
+              "task": "Verify after the change", "msg": "boom", "restore": None}  # fmt: skip
+    with pytest.raises(ExitJson) as done:
+        run_rollout_failure(fake_module(params))
+    record = RolloutRecord(str(tmp_path), "lab").record()
+    assert record["steps"][-1] == {
+        "step": step_failed,
+        "status": "failed",
+        "reason": "Verify after the change: boom",
+    }
+    assert done.value.result["decision"] == record["decision"]
+
+
+def test_the_upgrade_is_recorded_with_what_the_record_knows(fake_module, tmp_path):
+    before = {"version": PRE, "revision": 2, "snapshot": "snapshots/before-change-lab"}
+    RolloutRecord(str(tmp_path), "lab").add(
+        "request",
+        {"record": {"cluster": "lab", "request": {"kai_version": PATCHED}, "gates": [],
+                    "steps": [], "change": {"before": before}}},
+    )  # fmt: skip
+    identity = {"version": PATCHED, "all_rolled_out": True, "components": []}
+    result = {"changed": True, "revision": 3, "helm_status": "deployed", "identity": identity,
+              "rolled_out_s": 5.0, "timeout_s": 300}  # fmt: skip
+    params = {"cluster": "lab", "evidence_dir": str(tmp_path), "stage": "upgrade", "result": result}
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_upgrade(fake_module(params))
+    record = RolloutRecord(str(tmp_path), "lab").record()
+    assert record["change"]["upgrade"]["revision_before"] == 2
+    assert record["change"]["upgrade"]["status"] == "done" and done.value.result["passed"] is True
+    assert record["steps"][-1]["reason"].startswith("upgraded to %s (revision 2 -> 3)" % PATCHED)
+    params = dict(
+        params, stage="rollback", result=dict(result, identity=dict(identity, version=PRE))
+    )
+    with pytest.raises(ExitJson):
+        CR.run_rollout_upgrade(fake_module(params))
+    rollback = RolloutRecord(str(tmp_path), "lab").record()["change"]["rollback"]
+    assert rollback["revision_target"] == 2 and rollback["version"] == PRE
+
+
+def test_admit_reads_no_cluster_for_a_malformed_request(fake_module, tmp_path):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import runner as RR
+
+    for name, well_formed in (("good", True), ("bad", False)):
+        RolloutRecord(str(tmp_path), name).add(
+            "request", {"record": {"cluster": name, "request_well_formed": well_formed,
+                                   "gates": [], "steps": []}},
+        )  # fmt: skip
+        with pytest.raises(ExitJson) as done:
+            RR.run_rollout_admit(fake_module({"cluster": name, "evidence_dir": str(tmp_path)}))
+        assert done.value.result["well_formed"] is well_formed
+        steps = RolloutRecord(str(tmp_path), name).record()["steps"]
+        assert [s["status"] for s in steps] == ([] if well_formed else ["not_run", "not_run"])

@@ -7,12 +7,15 @@ import pytest
 from conftest import PATCHED, PRE, ExitJson
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     report as rollout_report,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.record import RolloutRecord
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
-    run_rollout_record,
+    run_rollout_inventory,
+    run_rollout_refusal,
     run_rollout_report,
     run_rollout_request,
 )
@@ -289,37 +292,41 @@ def test_run_rollout_request_link_is_relative_to_the_run(fake_module, tmp_path):
     with pytest.raises(ExitJson) as done:
         run_rollout_request(module)
     result = done.value.result
-    record = result["record"]
+    assert "record" not in result  # the record is in the run's journal, never returned
+    record = RolloutRecord(str(run), "c1").record()
     assert record["regression"]["bundle"] == "20261129-reproduce-1"
     assert record["evidence"] == ["../20261129-reproduce-1/report.json"]
     assert result["failed_gates"] == ["thresholds"] and result["passed"] is False
     assert result["well_formed"] is False and record["request_well_formed"] is False
+    assert result["kai_version"] == PATCHED == record["request"]["kai_version"]
     assert record["steps"] == [
         {"step": "request", "status": "done", "reason": "failed gates: thresholds"}
     ]
     assert "failed" not in result  # a failed gate is not a failed task
 
 
-def test_run_rollout_record_adds_the_cluster_gates_and_the_snapshot_plan(fake_module):
+def test_run_rollout_inventory_adds_the_cluster_gates_and_the_snapshot_plan(fake_module, tmp_path):
+    journal = RolloutRecord(str(tmp_path), "c1")
+    journal.add("request", {"record": {"cluster": "c1", "request": {"rollback_target": ""}}})
     module = fake_module(
         {
-            "cluster": None,
-            "record": {"cluster": "c1", "request": {"rollback_target": ""}, "gates": []},
-            "skip": None,
+            "cluster": "c1",
+            "evidence_dir": str(tmp_path),
             "inventory": {"status": "not_installed", "kai": {"installed": False}},
-            "snapshot": None,
-            "failure": None,
+            "judge": True,
             "namespace": "kai",
             "reservation_namespace": "rr",
             "helm_release": "kai",
         }
     )
     with pytest.raises(ExitJson) as done:
-        run_rollout_record(module)
+        run_rollout_inventory(module)
     result = done.value.result
     assert result["failed_gates"] == ["kai_release"] and result["snapshot_due"] is False
-    assert result["record"]["snapshot_plan"]["selections"][0]["namespace"] == "kai"
-    steps = {s["step"]: s for s in result["record"]["steps"]}
+    assert result["selections"][0]["namespace"] == "kai" and "record" not in result
+    record = journal.record()
+    assert record["snapshot_plan"]["selections"] == result["selections"]
+    steps = {s["step"]: s for s in record["steps"]}
     assert steps["snapshot"] == {
         "step": "snapshot",
         "status": "not_run",
@@ -327,10 +334,48 @@ def test_run_rollout_record_adds_the_cluster_gates_and_the_snapshot_plan(fake_mo
     }
 
 
-def test_run_rollout_record_takes_exactly_one_addition(fake_module):
-    module = fake_module({"record": {}, "skip": True, "inventory": {}, "snapshot": None})
-    with pytest.raises(KaiopsError, match="give exactly one of skip, inventory, snapshot, failure"):
-        run_rollout_record(module)
+def test_run_rollout_refusal_without_a_bundle_fails_with_the_reasons(fake_module):
+    module = fake_module(
+        {
+            "cluster": "c1",
+            "evidence_dir": None,
+            "problems": [{"field": "kaiops_x", "message": "unknown variable kaiops_x"}],
+            "request": {},
+            "operation": "rollout",
+        }
+    )
+    with pytest.raises(KaiopsError, match="Rollout refused for c1: unknown variable kaiops_x"):
+        run_rollout_refusal(module)
+
+
+def test_run_rollout_report_reads_each_hosts_record_from_the_journal(fake_module, tmp_path):
+    for name, record in clusters().items():
+        RolloutRecord(str(tmp_path), name).add("request", {"record": dict(record, request=REQUEST)})
+    module = fake_module(
+        {
+            "hosts": list(clusters()) + ["never-judged"],
+            "request": None,
+            "clusters": None,
+            "evidence_dir": str(tmp_path),
+            "run_id": None,
+            "pending_steps": PENDING,
+        }
+    )
+    with pytest.raises(ExitJson) as done:
+        run_rollout_report(module)
+    saved = json.loads((tmp_path / "report.json").read_text())
+    expected = rollout_report.build(
+        REQUEST,
+        dict({n: dict(r, request=REQUEST) for n, r in clusters().items()}, **{"never-judged": {}}),
+        saved["generated_at"],
+        tmp_path.name,
+        PENDING,
+        run=run_facts(str(tmp_path)),
+    )
+    assert saved == json.loads(json.dumps(expected))
+    assert done.value.result["inventoried"] == [
+        n for n, r in clusters().items() if r.get("inventory_status")
+    ]
 
 
 def test_report_shows_the_waiver_reason_and_approver():

@@ -1,15 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Runner layer of the change window's modules: params in, the record out; the only layer that
-exits. Each module takes the cluster's rollout record and returns it with its addition (built in
-``rollout/pipeline.py``); the role keeps it (``tasks/keep.yml``).
+"""Runner layer of the change window's modules: params in, a few values out; the only layer that
+exits. Each module reads the cluster's record from the run's journal and appends what it did
+(``rollout/record.py``, rules in ``rollout/pipeline.py``); it returns ``decision``, ``action``,
+``passed`` and what the role needs next, never the record.
 
-- ``run_rollout_step``: additions that read no cluster - the failed-gate policy and waves, the
-  earlier runs of the change in the evidence store, the state before the change, a skip, the
-  upgrade's or rollback's result, the decision after verification, the rollback's restoration,
-  a failed task, the rollback rehearsal of the change's version pair (and the approval it
-  decides: ``rollout/change.py``).
+- one runner per module that reads no cluster, each appending one entry (``rollout/record.py``):
+  the failed-gate policy and waves, the earlier runs of the change in the evidence store, the
+  start of the change (skip, prior run, or change), the upgrade's or rollback's result, the
+  decision after verification, the rollback's restoration, the rollback rehearsal of the
+  change's version pair (and the approval it decides: ``rollout/change.py``), the finish, and
+  rollback.yml's start from a bundle.
 - ``run_rollout_verify``: the probes of one verification (``baseline``, ``verify``, ``rollback``)
   in a namespace of the run's own, watched from the controller; figures from watch timestamps.
 - ``run_rollout_restore``: ``read`` KAI's configuration objects (their resourceVersions), or
@@ -47,150 +49,200 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client imp
     snapshot_objects,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import failed
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
-    option_path,
-    the_addition,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.record import (
+    RolloutRecord,
+    outcome,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import option_path
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 
 STALE_KINDS = ("stale_reservation_pod", "orphan_configmap", "unbound_group_pod")
-ADDITIONS = (
-    "policy",
-    "earlier",
-    "before",
-    "skip",
-    "prior",
-    "upgrade",
-    "decision",
-    "rollback",
-    "error",
-    "rehearsal",
-    "finish",
-    "rollback_from",
-)
+# A cluster whose change ended so stops the waves after it.
+STOPPING = ("rolled_back", "rollback_failed", "paused", "failed")
+# An inventory that read nothing: RBAC is not read either.
+UNREAD = ("unreachable", "unauthorized", "missing", "error", "invalid_input")
+
+
+def _journal(params):
+    return RolloutRecord(params.get("evidence_dir"), params.get("cluster"))
 
 
 def _exit(module, record, **extra):
+    """The small values a role branches on (``record.outcome``), never the record."""
+    module.exit_json(**dict(outcome(record), **extra))
+
+
+def _before(record):
+    return dict((record.get("change") or {}).get("before") or {})
+
+
+# ---------------------------------------------------------------- the change window's records
+
+
+def run_rollout_policy(module):
+    """The failed-gate policy and the waves, judged as request gates."""
+    params = module.params
+    data = {k: params.get(k) for k in ("on_failed_gate", "waves", "rate")}
+    record = _journal(params).add("policy", data)
+    _exit(module, record, changed=False, well_formed=bool(record.get("request_well_formed")))
+
+
+def run_rollout_earlier(module):
+    """The evidence store's earlier runs of this change on the cluster."""
+    params = module.params
+    journal = _journal(params)
+    cluster = journal.cluster
+    version = (journal.record().get("request") or {}).get("kai_version")
+    root = option_path(params.get("evidence_root"))
+    runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
+    earlier = C.earlier_runs(cluster, version, runs, params.get("current") or {})
+    _exit(module, journal.add("earlier", {"earlier": earlier}), changed=False)
+
+
+def skip_reason(record, others, peers, check_mode):
+    """Why the change (or rollback.yml's rollback) does not run on the cluster, or None."""
     bad = failed(record.get("gates") or [])
-    module.exit_json(
-        record=record,
-        decision=record.get("decision"),
-        failed_gates=[g["gate"] for g in bad],
-        passed=not bad,
-        action=(record.get("change") or {}).get("action"),
-        **extra,
+    if (record.get("change") or {}).get("operation") == "rollback":
+        if check_mode:
+            return "check mode (--check): nothing is rolled back"
+        if not record.get("request_well_formed"):
+            return "refused: " + "; ".join(g["message"] for g in bad)
+        return None
+    if bad:
+        return "preflight refused (failed gates: %s)" % ", ".join(g["gate"] for g in bad)
+    stopped = [name for name in peers if (others.get(name) or {}).get("decision") in STOPPING]
+    if stopped:
+        return "stopped: an earlier wave failed on " + ", ".join(stopped)
+    if check_mode:
+        return "check mode (--check): nothing is upgraded, probed or rolled back"
+    return None
+
+
+def run_rollout_start(module):
+    """Whether the change runs: ``skip`` (every change step not run, with the reason), ``prior``
+    (a repeated run stands on the earlier approved one) or ``change``."""
+    params = module.params
+    journal = _journal(params)
+    record = journal.record()
+    peers = [p for p in params.get("peers") or [] if p != journal.cluster]
+    reason = skip_reason(record, journal.others() if peers else {}, peers, module.check_mode)
+    if reason:
+        record, action = journal.add("change_skip", {"reason": reason}), "skip"
+    elif (record.get("change") or {}).get("prior") and not record.get("decision"):
+        record, action = journal.add("prior", {}), "prior"
+    else:
+        action = "change"
+    rollback = (record.get("change") or {}).get("operation") == "rollback"
+    target = _before(record).get("version") if rollback else None
+    _exit(
+        module,
+        record,
+        changed=False,
+        action=action,
+        kai_version=target or (record.get("request") or {}).get("kai_version"),
+        before=_before(record),
     )
 
 
-# ---------------------------------------------------------------- kai_rollout_step
+def run_rollout_upgrade(module):
+    """The upgrade's (``stage=upgrade``) or the downgrade's (``rollback``) result; what the
+    record knows (the revision and version before the change, the target) filled in."""
+    params = module.params
+    journal = _journal(params)
+    record = journal.record()
+    before = _before(record)
+    result = dict(params.get("result") or {}, stage=params["stage"])
+    if params["stage"] == "upgrade":
+        result.setdefault("revision_before", before.get("revision"))
+        result.setdefault("expected_version", (record.get("request") or {}).get("kai_version"))
+    else:
+        result.setdefault("revision_target", before.get("revision"))
+        result.setdefault("expected_version", before.get("version"))
+    _exit(module, journal.add("upgrade", result), changed=False)
 
 
-def _step_policy(record, value, params, cluster, wall):
-    record = pipeline.add_policy(record, value.get("on_failed_gate"), value.get("waves"))
-    record.setdefault("change", {})["rate"] = value.get("rate") or 0
-    return record
-
-
-def _step_earlier(record, value, params, cluster, wall):
-    root = option_path(params.get("evidence_root"))
-    runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
-    earlier = C.earlier_runs(cluster, value.get("version"), runs, value.get("current") or {})
-    return pipeline.add_earlier(record, earlier)
-
-
-def _step_upgrade(record, value, params, cluster, wall):
-    record = pipeline.add_upgrade(record, value.get("stage") or "upgrade", value)
-    if value.get("stage") == "rollback":
-        record["change"]["rollback"]["revision_target"] = value.get("revision_target")
-    return record
-
-
-def _step_decision(record, value, params, cluster, wall):
-    record = pipeline.add_decision(record, C.next_action(record))
+def run_rollout_decision(module, wall=time.time):
+    """The failed-gate policy applied to the verification: ``action`` says what comes next."""
+    journal = _journal(module.params)
+    action = C.next_action(journal.record())
     # The clock of "time to restore after a failed gate" starts at the decision.
-    record["change"]["decided_at"] = round(wall(), 3)
-    return record
+    record = journal.add("decision", {"action": action, "decided_at": round(wall(), 3)})
+    _exit(module, record, changed=False, before=_before(record))
 
 
-def _step_rollback(record, value, params, cluster, wall):
-    timing = {k: value[k] for k in ("time_to_restore_s", "time_to_verified_s") if k in value}
-    decided = (record.get("change") or {}).get("decided_at")
-    if decided and "time_to_verified_s" in value and not value.get("error"):
+def run_rollout_rollback(module, wall=time.time):
+    """The rollback's restoration of KAI's configuration and its times to restore."""
+    params = module.params
+    journal = _journal(params)
+    timing = {
+        k: params[k]
+        for k in ("time_to_restore_s", "time_to_verified_s")
+        if params.get(k) is not None
+    }
+    decided = (journal.record().get("change") or {}).get("decided_at")
+    if decided and "time_to_verified_s" in timing:
         timing["decision_to_verified_s"] = round(wall() - decided, 1)
-    return pipeline.add_rollback(
-        record, restore=value.get("restore"), timing=timing, error=value.get("error")
-    )
+    record = journal.add("rollback", {"restore": params.get("restore"), "timing": timing})
+    _exit(module, record, changed=False)
 
 
-def _step_error(record, value, params, cluster, wall):
-    return pipeline.add_change_error(
-        record, value.get("step") or "upgrade", value.get("task"), value.get("msg")
-    )
-
-
-def _step_rehearsal(record, value, params, cluster, wall):
+def run_rollout_rehearsal(module):
+    """The newest rollback rehearsal of the change's version pair in the evidence store."""
+    params = module.params
+    journal = _journal(params)
+    cluster = journal.cluster
     root = option_path(params.get("evidence_root"))
     runs = find_rollout_runs(root, cluster, exclude=params.get("evidence_dir"))
-    group = str(value.get("group") or "").strip() or None
-    peers = sorted({str(p) for p in value.get("peers") or [] if p and p != cluster})
-    cited, rejected = C.find_rehearsal(runs, cluster, C.rehearsal_pair(record), group, peers)
-    return C.add_rehearsal(record, cited, rejected, group, peers)
+    group = str(params.get("group") or "").strip() or None
+    peers = sorted({str(p) for p in params.get("peers") or [] if p and p != cluster})
+    cited, rejected = C.find_rehearsal(
+        runs, cluster, C.rehearsal_pair(journal.record()), group, peers
+    )
+    data = {"cited": cited, "rejected": rejected, "group": group, "peers": peers}
+    _exit(module, journal.add("rehearsal", data), changed=False)
 
 
-def _step_rollback_from(record, value, params, cluster, wall):
+def run_rollout_finish(module, wall=time.time):
+    """The cluster's decision from everything recorded; ``summary`` names it and each step."""
+    params = module.params
+    finished = params.get("finished_wall") or wall()
+    data = {"started_wall": params.get("started_wall"), "finished_wall": finished}
+    record = _journal(params).add("finish", data)
+    summary = "%s - %s" % (
+        (record.get("decision") or "proceed").upper(),
+        ", ".join("%s %s" % (s["step"], s["status"]) for s in record.get("steps") or []),
+    )
+    _exit(module, record, changed=False, summary=summary)
+
+
+def run_rollout_bundle(module):
+    """rollback.yml's record, started from the rollout bundle it restores."""
+    params = module.params
+    journal = _journal(params)
     root = option_path(params.get("evidence_root"))
-    given = value.get("bundle") or ""
+    given = params.get("bundle") or ""
     path = os.path.abspath(os.path.expanduser(given)) if given else ""
     if given and not os.path.isdir(path) and root:
         path = os.path.join(root, given)  # a folder name in the evidence store
     report = read_report(os.path.join(path, "report.json")) if given else None
-    return pipeline.new_rollback_record(
-        cluster,
+    started = pipeline.new_rollback_record(
+        journal.cluster,
         os.path.basename(os.path.normpath(path)) if given else "",
         report,
-        value.get("thresholds"),
-        value.get("owner"),
+        params.get("thresholds"),
+        params.get("owner"),
         bundle_path=os.path.realpath(path) if given else None,
     )
-
-
-def _step_finish(record, value, params, cluster, wall):
-    record = pipeline.finish(record)
-    change = record.get("change")
-    if change is not None:
-        for key in ("started_wall", "finished_wall"):
-            if value.get(key):
-                change[key] = value[key]
-        if change.get("started_wall") and change.get("finished_wall"):
-            change["duration_s"] = round(change["finished_wall"] - change["started_wall"], 1)
-    return record
-
-
-# What each addition of kai_rollout_step does to the record; any other addition finishes it.
-STEPS = {
-    "policy": _step_policy,
-    "earlier": _step_earlier,
-    "before": lambda record, value, *_ctx: pipeline.add_before(record, value),
-    "skip": lambda record, value, *_ctx: pipeline.add_change_skip(record, value),
-    "prior": lambda record, value, *_ctx: pipeline.add_prior(record),
-    "upgrade": _step_upgrade,
-    "decision": _step_decision,
-    "rollback": _step_rollback,
-    "error": _step_error,
-    "rehearsal": _step_rehearsal,
-    "rollback_from": _step_rollback_from,
-}
-
-
-def run_rollout_step(module, wall=time.time):
-    params = module.params
-    what = the_addition(params, ADDITIONS)
-    record = params.get("record") or {}
-    cluster = record.get("cluster") or params.get("cluster")
-    value = params[what]
-    record = STEPS.get(what, _step_finish)(record, value, params, cluster, wall)
-    _exit(module, record, changed=False)
+    record = journal.add("bundle", {"record": started})
+    _exit(
+        module,
+        record,
+        changed=False,
+        well_formed=bool(record.get("request_well_formed")),
+        kai_version=_before(record).get("version"),
+        before=_before(record),
+    )
 
 
 # ---------------------------------------------------------------- kai_rollout_verify
@@ -484,27 +536,59 @@ def _utc(wall):
     return datetime.datetime.fromtimestamp(wall, datetime.timezone.utc)
 
 
+def baseline_note(record):
+    """Why no baseline is measured (the cluster runs the target already), or None."""
+    target = (record.get("request") or {}).get("kai_version")
+    if record.get("current_version") != target:
+        return None
+    resume = (record.get("change") or {}).get("resume")
+    return "the cluster already ran %s when this run began%s" % (
+        target,
+        (", as recorded by run %s" % resume.get("bundle")) if resume else "",
+    )
+
+
+def verify_inputs(record, phase):
+    """What a verification is held to, from the record: the version it runs on (the target
+    after the upgrade, the version before the change otherwise), the thresholds, the window and
+    the stale objects there before the change."""
+    change = record.get("change") or {}
+    thresholds = (record.get("request") or {}).get("thresholds") or {}
+    version = (record.get("request") or {}).get("kai_version")
+    if phase != "verify":
+        version = (change.get("before") or {}).get("version")
+    baseline = (change.get("figures") or {}).get("baseline") or {}
+    resume = change.get("resume") or {}
+    if not baseline and resume.get("baseline"):
+        baseline = resume["baseline"]
+    return {
+        "version": version,
+        "thresholds": thresholds,
+        "window_s": int(thresholds.get("observation_window_s") or 300),
+        "stale_baseline": (baseline.get("stale_objects") or {}).get("before_change") or [],
+    }
+
+
 def run_rollout_verify(module, client_factory=FixtureClient.from_options):
     params = dict(module.params)
-    record = params.get("record") or {}
+    journal = _journal(params)
+    record = journal.record()
     if module.check_mode:
-        module.exit_json(
-            changed=False, skipped=True, record=record, msg="probes create pods: not under --check"
-        )
+        module.exit_json(changed=False, skipped=True, msg="probes create pods: not under --check")
+    note = baseline_note(record) if params["phase"] == "baseline" else None
+    if note:
+        record = journal.add("baseline_note", {"note": note})
+        _exit(module, record, changed=False, skipped=True, msg="no baseline measured: " + note)
+        return
     client = client_factory(
         params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
     )
-    params["cluster"] = record.get("cluster") or params.get("cluster") or "cluster"
-    baseline = ((record.get("change") or {}).get("figures") or {}).get("baseline") or {}
-    resume = (record.get("change") or {}).get("resume") or {}
-    if not baseline and resume.get("baseline"):
-        baseline = resume["baseline"]
-    params["stale_baseline"] = (baseline.get("stale_objects") or {}).get("before_change") or []
+    params.update(verify_inputs(record, params["phase"]))
     figures = ProbeRun(client, params).run()
     if params["phase"] == "baseline" and not figures.get("version"):
-        figures["version"] = (record.get("change") or {}).get("before", {}).get("version")
-    record = pipeline.add_figures(record, params["phase"], figures, params.get("thresholds") or {})
-    _exit(module, record, changed=True, figures=figures)
+        figures["version"] = params["version"]
+    data = {"phase": params["phase"], "figures": figures, "thresholds": params["thresholds"]}
+    _exit(module, journal.add("figures", data), changed=True, figures=figures)
 
 
 # ---------------------------------------------------------------- kai_rollout_restore
@@ -588,6 +672,18 @@ def _restore_one(client, item, by_key, now_by_key, check_mode):
     return dict(item, outcome=outcome)
 
 
+def _with_recorded_snapshot(params):
+    """The snapshot before the change and the resourceVersions read right after the upgrade,
+    from the cluster's record when the task does not give them."""
+    if params.get("snapshot_dir") or not params.get("cluster"):
+        return params
+    change = _journal(params).record().get("change") or {}
+    out = dict(params, snapshot_dir=(change.get("before") or {}).get("snapshot"))
+    if out.get("after_upgrade") is None:
+        out["after_upgrade"] = change.get("after_objects") or None
+    return out
+
+
 def run_rollout_restore(module, client_factory=FixtureClient.from_options):
     params = module.params
     client = client_factory(
@@ -599,6 +695,7 @@ def run_rollout_restore(module, client_factory=FixtureClient.from_options):
         by_kind = {what: _read_kinds(client, [(a, k, what)]) for a, k, what in R.SURVIVOR_KINDS}
         present = client.read("v1", "Namespace", params["reservation_namespace"]) is not None
         module.exit_json(changed=False, survivors=R.survivors(by_kind, present))
+    params = _with_recorded_snapshot(params)
     folder = _snapshot_folder_checked(params)
     recorded = snapshot_objects(folder, [k for _a, k, _f in R.RESTORED_KINDS])
     now = _read_kinds(client, R.RESTORED_KINDS)
@@ -620,7 +717,14 @@ def run_rollout_restore(module, client_factory=FixtureClient.from_options):
 
 def run_rollout_governance(module, client_factory=FixtureClient.from_options):
     params = module.params
-    record = params.get("record") or {}
+    journal = _journal(params)
+    record = journal.record()
+    if record.get("inventory_status") in UNREAD:
+        module.exit_json(
+            changed=False,
+            skipped=True,
+            msg="RBAC not read: the inventory read nothing (%s)" % record["inventory_status"],
+        )
     client = client_factory(
         params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
     )
@@ -657,5 +761,5 @@ def run_rollout_governance(module, client_factory=FixtureClient.from_options):
         writer.write_json(evidence, summary)
     gate_record = G.governance_gate(summary, params.get("rule"))
     gate_record["evidence"] = evidence
-    record = pipeline.add_governance(record, summary, gate_record, evidence)
-    _exit(module, record, changed=False, governance=summary)
+    data = {"summary": summary, "gate": gate_record, "evidence": evidence}
+    _exit(module, journal.add("governance", data), changed=False, governance=summary)

@@ -7,9 +7,10 @@
 each, and whether it is built; a step that is not built is reported as not run with its
 ``reason`` (the policy lives here, not in the role). The record of a cluster is made by
 ``new_record`` (the change request) and only ever added to, by ``add_skip``, ``add_inventory``,
-``add_snapshot`` and ``add_failure``: the role keeps what the module ``kai_rollout_record``
-returns and never writes a gate or a step itself. The report (``rollout/report.py``) is built
-from the records.
+``add_snapshot``, ``add_failure`` and the change window's ``add_*``: these are the rules the
+run's journal is folded through (``rollout/record.py``), each entry a module appended; the role
+never writes a gate or a step itself. The report (``rollout/report.py``) is built from the
+records.
 
 A record: ``{schema, cluster, request, request_well_formed, current_version, inventory_status,
 gates, steps, evidence, regression, snapshot_plan}``; gates as ``rollout/gates.py`` makes them,
@@ -99,6 +100,27 @@ def new_record(cluster, request, gates, regression=None, link=None):
         "regression": regression,
         "snapshot_plan": None,
     }
+
+
+def refused_record(cluster, refusal):
+    """The record of a cluster whose request the request check of every playbook refused
+    (kai_request): one failed request gate per problem, nothing read or changed."""
+    found = [
+        gate(
+            "request",
+            "request:%s" % p.get("field"),
+            "refused",
+            "the request check's rules (plugins/module_utils/request/rules.py)",
+            False,
+            p.get("message") or "refused",
+            p.get("fix") or "",
+        )
+        for p in refusal.get("problems") or []
+    ]
+    record = new_record(cluster, dict(refusal.get("request") or {}), found)
+    if refusal.get("operation") == "rollback":
+        record["change"] = {"operation": "rollback", "action": "rollback"}
+    return record
 
 
 def _copy(record):

@@ -7,7 +7,7 @@
 gives it), a Helm revision given as text as a number, and each waiver (regression, rehearsal) as a
 mapping ``{reason, approved_by}``; what it cannot read it keeps as given, for the gate to say why
 (``rollout/gates.py``). ``read_threshold`` and ``read_waiver`` are the rules the gates use.
-``option_path`` and ``the_addition`` read a module's params the same way for both runners
+``option_path`` reads a module's evidence folder option the same way for both runners
 (``rollout/runner.py``, ``rollout/change_runner.py``), which never import each other.
 """
 
@@ -17,10 +17,6 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
-    STATUS_INVALID,
-    KaiopsError,
-)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     KIND_TEXT,
     THRESHOLDS,
@@ -34,18 +30,6 @@ NOT_FINITE = ("nan", "inf", "infinity")
 def option_path(option):
     """An evidence folder option as an absolute path, or None when not given."""
     return os.path.abspath(os.path.expanduser(option)) if option else None
-
-
-def the_addition(params, additions):
-    """The one of ``additions`` a call gives to add to the rollout record: exactly one."""
-    given = [name for name in additions if params.get(name) is not None]
-    if len(given) != 1:
-        raise KaiopsError(
-            "Failed to add to the rollout record: give exactly one of %s (got %s)"
-            % (", ".join(additions), ", ".join(given) or "none"),
-            status=STATUS_INVALID,
-        )
-    return given[0]
 
 
 def read_threshold(name, value):

@@ -38,10 +38,17 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
     find_regression_reports,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
-    option_path,
-    the_addition,
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.record import (
+    RolloutRecord,
+    outcome,
+    records,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import option_path
+
+
+def _exit(module, record, **extra):
+    """The small values a role branches on (``record.outcome``), never the record."""
+    module.exit_json(changed=False, **dict(outcome(record), **extra))
 
 
 def run_rollout_request(module):
@@ -55,87 +62,114 @@ def run_rollout_request(module):
         report = os.path.join(root, detail["bundle"], "report.json")
         run_dir = option_path(params.get("evidence_dir"))
         link = os.path.relpath(report, run_dir) if run_dir else report
-    record = pipeline.new_record(cluster, asked, judged, detail, link)
-    bad = gates.failed(judged)
-    module.exit_json(
-        changed=False,
+    started = pipeline.new_record(cluster, asked, judged, detail, link)
+    record = RolloutRecord(params.get("evidence_dir"), cluster).add("request", {"record": started})
+    _exit(
+        module,
+        record,
         cluster=cluster,
-        record=record,
         gates=judged,
-        failed_gates=[g["gate"] for g in bad],
-        passed=not bad,
         well_formed=record["request_well_formed"],
+        kai_version=(record.get("request") or {}).get("kai_version"),
         message=gates.refusal_message(cluster, judged),
     )
 
 
-# What kai_rollout_record adds; exactly one per call.
-ADDITIONS = ("skip", "inventory", "snapshot", "failure", "refusal")
-
-
-def refused_record(cluster, refusal):
-    """The record of a cluster whose request the request check of every playbook refused
-    (kai_request): one failed request gate per problem, nothing read or changed."""
-    found = [
-        gates.gate(
-            "request",
-            "request:%s" % p.get("field"),
-            "refused",
-            "the request check's rules (plugins/module_utils/request/rules.py)",
-            False,
-            p.get("message") or "refused",
-            p.get("fix") or "",
-        )
-        for p in refusal.get("problems") or []
-    ]
-    record = pipeline.new_record(cluster, dict(refusal.get("request") or {}), found)
-    if refusal.get("operation") == "rollback":
-        record["change"] = {"operation": "rollback", "action": "rollback"}
-    return record
-
-
-def run_rollout_record(module):
+def run_rollout_refusal(module):
+    """The request the request check of every playbook refused: the record starts with one
+    failed request gate per problem. Without a bundle there is nowhere to record it: the
+    refusal is the failure."""
     params = module.params
-    the_addition(params, ADDITIONS)
-    record = params.get("record") or {}
-    if params.get("skip") is not None:
-        record = pipeline.add_skip(record)
-    elif params.get("inventory") is not None:
-        record = pipeline.add_inventory(
-            record,
-            params["inventory"],
-            params["namespace"],
-            params["reservation_namespace"],
-            params["helm_release"],
+    refusal = {k: params.get(k) for k in ("problems", "request", "operation")}
+    if not params.get("evidence_dir"):
+        found = pipeline.refused_record(params.get("cluster"), refusal)
+        raise KaiopsError(
+            "Rollout refused for %s: %s (no evidence bundle to record it in)"
+            % (params.get("cluster"), "; ".join(g["message"] for g in found["gates"]))
         )
-    elif params.get("snapshot") is not None:
-        snapshot = params["snapshot"]
-        record = pipeline.add_snapshot(
-            record,
-            snapshot.get("objects") or {},
-            snapshot.get("helm"),
-            snapshot.get("use_helm", True),
-        )
-    elif params.get("refusal") is not None:
-        record = refused_record(params.get("cluster"), params["refusal"])
+    record = RolloutRecord(params["evidence_dir"], params.get("cluster")).add("refusal", refusal)
+    _exit(module, record, message=gates.refusal_message(record["cluster"], record["gates"]))
+
+
+def run_rollout_failure(module):
+    """A task of an operation failed: where (``stage``) says how the record takes it."""
+    params = module.params
+    journal = RolloutRecord(params.get("evidence_dir"), params.get("cluster"))
+    stage, task, msg = params["stage"], params.get("task"), params.get("msg")
+    if stage in ("request", "cluster"):
+        record = journal.add("failure", {"stage": stage, "task": task, "msg": msg})
+    elif stage == "change":
+        upgraded = "upgrade" in (journal.record().get("change") or {})
+        step = "verify" if upgraded else "upgrade"
+        record = journal.add("change_error", {"step": step, "task": task, "msg": msg})
     else:
-        failure = params["failure"]
-        record = pipeline.add_failure(
-            record,
-            failure.get("stage") or "cluster",
-            failure.get("task") or "unknown task",
-            failure.get("msg"),
-            cluster=params.get("cluster"),
-        )
-    bad = gates.failed(record.get("gates") or [])
-    module.exit_json(
-        changed=False,
-        record=record,
-        failed_gates=[g["gate"] for g in bad],
-        passed=not bad,
+        error = "%s: %s" % (task, msg or "no message")
+        record = journal.add("rollback", {"restore": params.get("restore"), "error": error})
+    _exit(module, record)
+
+
+def run_rollout_admit(module):
+    """Whether the cluster may be read: a malformed change request reads no cluster, and its
+    cluster steps are recorded as not run."""
+    params = module.params
+    journal = RolloutRecord(params.get("evidence_dir"), params.get("cluster"))
+    record = journal.record()
+    well_formed = bool(record.get("request_well_formed"))
+    if not well_formed:
+        record = journal.add("skip", {})
+    _exit(module, record, well_formed=well_formed)
+
+
+def _running(inventory):
+    kai = inventory.get("kai") or {}
+    return {
+        "current_version": kai.get("version"),
+        "implementation_label": kai.get("implementation_label"),
+        "inventory_status": inventory["status"] if "status" in inventory else "missing",
+    }
+
+
+def run_rollout_inventory(module):
+    """The cluster's inventory judged against the cluster gates, and the snapshot planned; or,
+    with ``judge=false`` (rollback.yml), only what runs."""
+    params = module.params
+    journal = RolloutRecord(params.get("evidence_dir"), params.get("cluster"))
+    inventory = params.get("inventory") or {}
+    if not params["judge"]:
+        _exit(module, journal.add("running", _running(inventory)))
+        return
+    data = {k: params[k] for k in ("namespace", "reservation_namespace", "helm_release")}
+    record = journal.add("inventory", dict(data, inventory=inventory))
+    _exit(
+        module,
+        record,
         snapshot_due=bool(record.get("snapshot_due")),
+        selections=(record.get("snapshot_plan") or {}).get("selections") or [],
         message=gates.refusal_message(record.get("cluster"), record.get("gates") or []),
     )
+
+
+def run_rollout_before(module):
+    """The snapshot taken before the change and the release it recorded: what a rollback
+    returns to."""
+    params = module.params
+    journal = RolloutRecord(params.get("evidence_dir"), params.get("cluster"))
+    objects = params.get("objects") or {}
+    helm = params.get("helm")
+    snapshot = {
+        "objects": {k: objects.get(k) for k in ("count", "folder")},
+        "helm": {k: helm.get(k) for k in ("revision", "folder")} if helm else None,
+        "use_helm": params["use_helm"],
+    }
+    record = journal.add("snapshot", snapshot)
+    before = {
+        "version": record.get("current_version"),
+        "revision": params.get("revision"),
+        "chart": params.get("chart"),
+        "snapshot": params.get("snapshot"),
+    }
+    record = journal.add("before", before)
+    _exit(module, record, before=(record.get("change") or {}).get("before"))
 
 
 def _files(report, template_dir=None):
@@ -160,6 +194,26 @@ def refused_by_request(report):
     )
 
 
+def _records(params):
+    """(request, clusters): with ``hosts``, each host's record read from the run's journal (a
+    host without one: ``{}``) and the first request recorded; else as given."""
+    hosts = params.get("hosts")
+    if hosts is None:
+        return params.get("request"), params.get("clusters")
+    root = params.get("evidence_dir")
+    found = records(root, hosts) if root else {name: {} for name in hosts}
+    asked = next((r["request"] for r in found.values() if r.get("request")), {})
+    return asked, found
+
+
+def _as_dict(clusters):
+    return clusters if isinstance(clusters, dict) else {}
+
+
+def _inventoried(record):
+    return isinstance(record, dict) and bool(record.get("inventory_status"))
+
+
 def run_rollout_report(module, now=None):
     params = module.params
     root = params.get("evidence_dir")
@@ -168,10 +222,12 @@ def run_rollout_report(module, now=None):
     )
     run_id = params.get("run_id") or (os.path.basename(os.path.abspath(root)) if root else None)
     error = None
+    asked, clusters = params.get("request"), params.get("clusters")
     try:
+        asked, clusters = _records(params)
         report = rollout_report.build(
-            params["request"],
-            params["clusters"],
+            asked,
+            clusters,
             generated_at,
             run_id,
             pending_steps=params.get("pending_steps"),
@@ -182,9 +238,7 @@ def run_rollout_report(module, now=None):
         files = _files(report, params.get("template_dir"))
     except Exception as exc:  # noqa: BLE001 - every run leaves its report, whatever failed
         error = "%s: %s" % (type(exc).__name__, exc)
-        report = rollout_report.error_report(
-            params.get("request"), params.get("clusters"), generated_at, run_id, error
-        )
+        report = rollout_report.error_report(asked, clusters, generated_at, run_id, error)
         try:
             files = _files(report, params.get("template_dir"))
         except Exception as render_exc:  # noqa: BLE001 - the templates themselves failed
@@ -209,6 +263,7 @@ def run_rollout_report(module, now=None):
             for name, c in report["clusters"].items()
         },
         summary=report["summary"],
+        inventoried=[n for n, r in _as_dict(clusters).items() if _inventoried(r)],
         files=written,
         evidence_dir=root,
     )

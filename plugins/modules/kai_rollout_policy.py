@@ -1,0 +1,106 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kaiops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kai_rollout_policy
+short_description: Judge the change request's failed-gate policy and waves
+version_added: 0.1.0
+author:
+  - kaiops contributors (@kaiops)
+description:
+  - The failed-gate policy (C(rollback), C(pause), or C(continue) with a recorded decision and
+    approver) and the waves are judged as request gates; a malformed one makes the request
+    malformed (RV(well_formed)). The cost rate is recorded for the report.
+  - Touches no cluster.
+extends_documentation_fragment:
+  - kaiops.runbooks.journal
+  - kaiops.runbooks.attributes
+options:
+  on_failed_gate:
+    description: The failed-gate policy (C(kaiops_rollout_on_failed_gate)).
+    type: raw
+  waves:
+    description: The waves (C(kaiops_rollout_waves)).
+    type: raw
+  rate:
+    description: Cost per available GPU-hour.
+    type: raw
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads no cluster and changes nothing; runs the same under C(--check).
+seealso:
+  - module: kaiops.runbooks.kai_rollout_report
+"""
+
+EXAMPLES = r"""
+- name: Judge the failed-gate policy and the waves
+  kaiops.runbooks.kai_rollout_policy:
+    on_failed_gate: rollback
+    waves: [1, "25%", "100%"]
+"""
+
+RETURN = r"""
+decision:
+  description:
+    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+      window decided it.
+  returned: always
+  type: str
+  sample: approved
+action:
+  description:
+    - What the failed-gate policy said to do after the verification (C(none), C(rollback),
+      C(pause), C(continue)), or null before the decision.
+  returned: always
+  type: str
+passed:
+  description: True when every gate of the cluster's record passed so far.
+  returned: always
+  type: bool
+failed_gates:
+  description: Names of the record's failed gates so far.
+  returned: always
+  type: list
+  elements: str
+  sample: [kai_release]
+well_formed:
+  description: True when the change request is still well-formed.
+  returned: always
+  type: bool
+"""
+
+from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
+from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
+    JOURNAL_ARG_SPEC,
+    merge_specs,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change_runner import (
+    run_rollout_policy,
+)
+
+
+def argspec():
+    return merge_specs(
+        JOURNAL_ARG_SPEC,
+        {
+            "on_failed_gate": {"type": "raw"},
+            "waves": {"type": "raw"},
+            "rate": {"type": "raw"},
+        },
+    )
+
+
+def main():
+    run_module(argspec(), run_rollout_policy)
+
+
+if __name__ == "__main__":
+    main()
