@@ -45,7 +45,10 @@ STANDIN_IMAGES = (
     "resourcereservation",
 )
 STANDIN_MARK = "+standin"
+# The stand-in's objects carry this label (the lab tests check it); which implementation runs is
+# read from its containers' --standin-release flag (runs_standin), never from the label.
 IMPLEMENTATION_LABEL = "kaiops.dev/kai-implementation"
+STANDIN_ARG = "--standin-release"
 # The fake-gpu-operator part (GPU ids on reservation pods) runs beside KAI, whichever KAI.
 STATUS_NAMESPACE = "kaiops-gpu-status"
 STATUS_NAME = "gpu-status-updater"
@@ -589,6 +592,15 @@ def install(
     }
 
 
+def runs_standin(deployment: dict) -> bool:
+    spec = deployment.get("spec", {}).get("template", {}).get("spec", {})
+    return any(
+        str(word).startswith(STANDIN_ARG)
+        for c in spec.get("containers") or []
+        for word in list(c.get("command") or []) + list(c.get("args") or [])
+    )
+
+
 def describe(implementation: str) -> str:
     return "KAI stand-in" if implementation == "standin" else "KAI"
 
@@ -597,8 +609,10 @@ def status(lab) -> dict:
     """Release, version, implementation and each Deployment's readiness."""
     rel = helm_release(lab)
     deps = deployments(lab)
-    impl = {d["metadata"].get("labels", {}).get(IMPLEMENTATION_LABEL) for d in deps}
-    implementation = "standin" if "standin" in impl else ("real" if deps else None)
+    # What runs, not a label (KAI's operator keeps the stand-in's labels when the real KAI is
+    # installed over it): the stand-in starts each of its containers with --standin-release.
+    impl = {runs_standin(d) for d in deps}
+    implementation = "standin" if True in impl else ("real" if deps else None)
     cfg = config(lab)
     conds = {c["type"]: c for c in ((cfg or {}).get("status") or {}).get("conditions") or []}
     return {

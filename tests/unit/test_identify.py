@@ -213,3 +213,19 @@ def test_wait_gives_up_at_the_bound_with_the_reasons():
 )
 def test_image_tag_splits_reference(image, expected):
     assert I.image_tag(image) == expected
+
+
+def test_the_implementation_is_what_the_containers_run_not_a_label():
+    deps, cfg = install("v2")
+    assert I.analyse(deps, cfg, helm=HELM_OLD)["implementation_label"] == "KAI"
+    # the stand-in starts every container with its own flag
+    for dep in deps:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = ["--standin-release=v2"]
+    assert I.analyse(deps, cfg, helm=HELM_OLD)["implementation"] == "standin"
+    # KAI's operator keeps labels it does not own: the real KAI installed over the stand-in ran
+    # its own images under the stand-in's label on the lab; that is KAI
+    deps, cfg = install("v2")
+    for dep in deps:
+        dep["metadata"]["labels"]["kaiops.dev/kai-implementation"] = "standin"
+    ident = I.analyse(deps, cfg, helm=HELM_OLD)
+    assert (ident["implementation"], ident["implementation_label"]) == ("kai", "KAI")

@@ -391,14 +391,25 @@ def test_inventory_lists_only_kai_components_and_records_no_args():
 def test_a_standin_is_named_next_to_its_version():
     from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import report, service
 
-    dep = {
-        "metadata": {"name": "binder", "labels": {"kaiops.dev/kai-implementation": "standin"}},
-        "spec": {
-            "template": {"spec": {"containers": [{"name": "binder", "image": "r/binder:v0.16.13"}]}}
-        },
-    }
-    assert service.component(dep, [])["implementation"] == "standin"
+    def binder(args, labels=None):
+        container = {"name": "binder", "image": "r/binder:v0.16.13", "args": args}
+        return {
+            "metadata": {"name": "binder", "labels": labels or {}},
+            "spec": {"template": {"spec": {"containers": [container]}}},
+        }
+
+    # what runs decides: the stand-in's own flag on its container
+    assert (
+        service.component(binder(["binder", "--standin-release=v0.16.13"]), [])["implementation"]
+        == "standin"
+    )
     assert service.component({"metadata": {"name": "binder"}}, [])["implementation"] == "kai"
+    # KAI's operator keeps labels it does not own: the real KAI installed over the stand-in kept
+    # the stand-in's label on a Deployment running KAI's binder (seen on the lab) - still KAI
+    kept = binder(
+        ["--scheduler-name", "kai-scheduler"], {"kaiops.dev/kai-implementation": "standin"}
+    )
+    assert service.component(kept, [])["implementation"] == "kai"
     cell = report._version_cell({"version": "v0.16.13", "implementation": "standin",
                                  "implementation_label": "KAI stand-in"})  # fmt: skip
     assert cell == "v0.16.13 (KAI stand-in)"

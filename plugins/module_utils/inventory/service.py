@@ -22,12 +22,12 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identif
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     ADMISSION_SHARING_ARG,
     FRACTION_ANNOTATIONS,
-    IMPLEMENTATION_LABEL,
     IMPLEMENTATION_NAMES,
     NIL_MAP_REASON,
     NODE_LABELS,
     SHARED_CM_ANNOTATION,
     fraction_pods,
+    implementation_of,
     sharing_configmap_pattern,
     sharing_configmap_role,
 )
@@ -123,7 +123,7 @@ def component(deployment, pods):
         "restarts": sum(restarts.values()),
         "containers": containers,
         "helm_release": _annotations(deployment).get("meta.helm.sh/release-name"),
-        "implementation": (_labels(deployment).get(IMPLEMENTATION_LABEL) or "kai"),
+        "implementation": implementation_of(deployment),
     }
 
 

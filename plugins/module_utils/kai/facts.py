@@ -51,10 +51,26 @@ COMPONENTS = (
 )
 COMPONENT_PREFIX = "kai-scheduler-"
 HELM_RELEASE_ANNOTATION = "meta.helm.sh/release-name"
-# Every object of the lab's KAI stand-in carries this label (value "standin"): reports say
-# "KAI stand-in" next to the version wherever they ran on one. Nothing else depends on it.
-IMPLEMENTATION_LABEL = "kaiops.dev/kai-implementation"
+# The lab's KAI stand-in starts every container of its own with --standin-release=<release>
+# (its chart and its operator do): reports say "KAI stand-in" next to the version wherever
+# what runs is the stand-in. Read from the containers, never from a label: KAI's operator keeps
+# the labels it does not own when it takes over a Deployment, so after the real KAI was
+# installed over the stand-in on the lab, every component still carried the stand-in's label
+# while running KAI's images. Nothing else depends on it.
+STANDIN_ARG = "--standin-release"
 IMPLEMENTATION_NAMES = {"standin": "KAI stand-in", "kai": "KAI"}
+
+
+def implementation_of(deployment):
+    """``standin`` when a container of the Deployment runs the stand-in, else ``kai``."""
+    spec = (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in spec.get("containers") or []:
+        words = list(container.get("command") or []) + list(container.get("args") or [])
+        if any(str(word).startswith(STANDIN_ARG) for word in words):
+            return "standin"
+    return "kai"
+
+
 # Container flags that decide a verdict: the only args the inventory records (exact names, or
 # a prefix ending in '-'). Anything else a container is started with stays out of evidence.
 VERDICT_FLAGS = (

@@ -84,7 +84,7 @@ def deployment_state(dep):
         and status.get("replicas", replicas) == replicas,
         "managed_by": (meta.get("labels") or {}).get(MANAGED_BY_LABEL),
         "owner": "%s/%s" % (owner.get("kind"), owner.get("name")) if owner else None,
-        "implementation": (meta.get("labels") or {}).get(F.IMPLEMENTATION_LABEL) or "kai",
+        "implementation": F.implementation_of(dep),
     }
 
 
