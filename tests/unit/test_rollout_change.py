@@ -816,6 +816,30 @@ def test_change_cost_over_the_probes_lifetimes():
     assert "Busy time is not useful throughput" in cost["markdown"]
 
 
+def test_change_cost_counts_only_probes_that_could_not_start_as_loss():
+    """Found on the real KAI: every probe was listed as 'could not start when submitted'
+    although each bound within seconds at its first attempt (queue age, not loss)."""
+    fig = {
+        "started_wall": 1000.0,
+        "finished_wall": 1036.0,
+        "capacity": {"gpus": 4},
+        "probe_results": [
+            {"name": "quick", "gpu_group": "g1", "submitted_wall": 1000.0,
+             "submit_to_bound_s": 2.1, "failed_attempts": 0},
+            {"name": "retried", "gpu_group": "g2", "submitted_wall": 1000.0,
+             "submit_to_bound_s": 30.0, "failed_attempts": 1},
+            {"name": "never", "gpu_group": "g3", "submitted_wall": 1000.0,
+             "submit_to_bound_s": None},
+        ],
+    }  # fmt: skip
+    cost = R.change_cost({"lab": {"change": {"figures": {"verify": fig}}}})
+    assert (
+        "could not start when submitted: lab/verify/never, lab/verify/retried."
+        in (cost["markdown"])
+    )
+    assert "quick" not in cost["markdown"]
+
+
 def test_a_rehearsal_on_another_implementation_does_not_count():
     """Found on the lab: the stand-in's rehearsal of v0.16.14 -> v0.16.13 approved the real KAI's
     first rollout of the same pair on the same cluster."""

@@ -689,7 +689,12 @@ def change_board(report):
 
 
 def _probe_workloads(name, phase, f):
-    """The workloads (wall-clock seconds) and GPU groups of one verification's probes."""
+    """The workloads (wall-clock seconds) and GPU groups of one verification's probes.
+
+    Only a probe that could not start when submitted counts towards the failure loss, from its
+    submission: one that never bound or whose bind failed first. A probe that bound at its first
+    attempt only waited in the queue (seconds of scheduling), which is queue age, not loss
+    (reproduce's cost section follows the same rule)."""
     workloads, groups = [], set()
     for r in f.get("probe_results") or []:
         gpu = "%s/%s" % (name, r.get("gpu_group") or "%s-%s" % (phase, r["name"]))
@@ -705,7 +710,7 @@ def _probe_workloads(name, phase, f):
                 "portion": "0.5",
                 "start": None if bound is None else sub + bound,
                 "end": f["finished_wall"],
-                "submitted": sub,
+                "submitted": sub if bound is None or r.get("failed_attempts") else None,
             }
         )
     return workloads, groups
@@ -758,7 +763,7 @@ def change_cost(clusters, rate=0):
             portion=Decimal(w["portion"]),
             start=None if w["start"] is None else hours(w["start"]),
             end=hours(w["end"]),
-            submitted=hours(w["submitted"]),
+            submitted=None if w["submitted"] is None else hours(w["submitted"]),
         )
         for w in acc["workloads"]
     ]
