@@ -56,12 +56,6 @@ decision:
   returned: always
   type: str
   sample: approved
-action:
-  description:
-    - What the failed-gate policy said to do after the verification (C(none), C(rollback),
-      C(pause), C(continue)), or null before the decision.
-  returned: always
-  type: str
 passed:
   description: True when every gate of the cluster's record passed so far.
   returned: always
@@ -73,7 +67,10 @@ failed_gates:
   elements: str
   sample: [kai_release]
 action:
-  description: C(change), C(skip) or C(prior).
+  description:
+    - Whether the change runs on this cluster - C(change), C(skip) (every change step not run,
+      the reason in the record) or C(prior) (a repeated run stands on the earlier approved one).
+      This module's own; the failed-gate policy's action comes from M(kaiops.runbooks.kai_rollout_decision).
   returned: always
   type: str
   sample: change
