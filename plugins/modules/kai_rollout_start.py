@@ -70,7 +70,8 @@ action:
   description:
     - Whether the change runs on this cluster - C(change), C(skip) (every change step not run,
       the reason in the record) or C(prior) (a repeated run stands on the earlier approved one).
-      This module's own; the failed-gate policy's action comes from M(kaiops.runbooks.kai_rollout_decision).
+      This module's own; the failed-gate policy's action comes from
+      M(kaiops.runbooks.kai_rollout_decision).
   returned: always
   type: str
   sample: change
