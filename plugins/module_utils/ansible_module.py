@@ -5,7 +5,7 @@
 package's exception into ``fail_json`` once, at the top.
 
     def main():
-        run_module(argspec(), run_inventory_facts, libraries=[KUBERNETES])
+        run_module(argspec(), run_inventory_info, libraries=[KUBERNETES])
 
 The runner is the only layer that exits (``module.exit_json``); lower layers raise
 KaiopsError. ``libraries`` are ``(name, imported, import error)`` triples.

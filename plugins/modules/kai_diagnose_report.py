@@ -14,7 +14,7 @@ version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:
-  - From each cluster's diagnosis (as returned by M(kaiops.runbooks.kai_diagnose_facts), or a
+  - From each cluster's diagnosis (as returned by M(kaiops.runbooks.kai_diagnose_info), or a
     failure record with C(status) and C(error)) writes C(report.json) (schema
     C(kaiops.report/v1), kind C(diagnose)), C(report.md) (the Pending pods grouped by cause
     with counts, the oldest wait and the recovery step or owner, then each pod with the objects

@@ -40,7 +40,7 @@ options:
   kai:
     description:
       - What is known of KAI on the cluster (C(installed), C(gpu_sharing)), from
-        M(kaiops.runbooks.kai_inventory_facts).
+        M(kaiops.runbooks.kai_inventory_info).
     type: dict
     default: {}
   cases:

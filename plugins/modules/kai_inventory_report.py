@@ -14,7 +14,7 @@ version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:
-  - Takes the per-cluster inventories (as returned by M(kaiops.runbooks.kai_inventory_facts), or
+  - Takes the per-cluster inventories (as returned by M(kaiops.runbooks.kai_inventory_info), or
     a failure record with C(status) and C(error)) and writes C(inventory.json) and
     C(inventory.md) into the run's evidence folder.
   - Returns a summary with counts by status and by verdict, the clusters that could not be

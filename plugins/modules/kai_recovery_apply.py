@@ -14,7 +14,7 @@ version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:
-  - Plans one intervention per object found by M(kaiops.runbooks.kai_recovery_facts) for each
+  - Plans one intervention per object found by M(kaiops.runbooks.kai_recovery_info) for each
     step in O(steps) only. A step not listed plans nothing and changes nothing.
   - Steps. V(delete_failed_bindrequests) deletes each failed BindRequest found.
     V(delete_stale_reservation_pods) deletes each stale reservation pod found.
@@ -42,7 +42,7 @@ options:
     type: str
     required: true
   findings:
-    description: The RV(kaiops.runbooks.kai_recovery_facts#module:findings) to act on.
+    description: The RV(kaiops.runbooks.kai_recovery_info#module:findings) to act on.
     type: list
     elements: dict
     required: true
@@ -68,7 +68,7 @@ options:
     default: kai-scheduler
   binder:
     description:
-      - The binder Deployment as RV(kaiops.runbooks.kai_recovery_facts#module:binder) returns it.
+      - The binder Deployment as RV(kaiops.runbooks.kai_recovery_info#module:binder) returns it.
     type: dict
   task:
     description: The task that applies the steps, recorded with every intervention.
@@ -81,7 +81,7 @@ attributes:
       - Under C(--check) nothing is written to the cluster; each planned intervention is
         journaled as C(not_applied).
 seealso:
-  - module: kaiops.runbooks.kai_recovery_facts
+  - module: kaiops.runbooks.kai_recovery_info
 """
 
 EXAMPLES = r"""

@@ -18,7 +18,7 @@ description:
     interventions (recorded, then applied), the observation's verdicts - writes C(recovery.json)
     (schema C(kaiops.report/v1), kind C(recovery)) and C(recovery.md).
   - Per cluster, a line on the B(prevention of recurrence) (the binder version read by
-    kai_inventory_facts against the affected range) kept apart from the B(remediation of
+    kai_inventory_info against the affected range) kept apart from the B(remediation of
     existing damage) (what was found, applied and recovered).
   - Touches no cluster.
 extends_documentation_fragment:

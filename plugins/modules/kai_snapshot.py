@@ -101,7 +101,7 @@ notes:
   - Its action plugin runs it on the controller, whatever the host's connection, and gives it the
     run's evidence folder as the C(kaiops.runbooks.evidence) callback registered it for the play.
 seealso:
-  - module: kaiops.runbooks.kai_inventory_facts
+  - module: kaiops.runbooks.kai_inventory_info
 """
 
 EXAMPLES = r"""

@@ -70,7 +70,7 @@ def test_connection_options_are_dropped_for_modules_that_reach_no_cluster():
     defaults = {"kubeconfig": "/k", "context": "c", "request_timeout": 5}
     report = action.controller_args(code("kai_inventory_report"), dict(defaults), None)
     assert not set(defaults) & set(report)
-    facts = action.controller_args(code("kai_inventory_facts"), dict(defaults), None)
+    facts = action.controller_args(code("kai_inventory_info"), dict(defaults), None)
     assert {k: facts[k] for k in defaults} == defaults
 
 

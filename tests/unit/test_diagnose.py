@@ -82,7 +82,7 @@ def test_runner_returns_the_diagnosis_unchanged(fake_module):
         return FakeClient(objects(LOCAL), served=BASE["served"], logs=BASE["logs"])
 
     with pytest.raises(ExitJson) as done:
-        runner.run_diagnose_facts(module, client_factory=factory, now=lambda: NOW)
+        runner.run_diagnose_info(module, client_factory=factory, now=lambda: NOW)
     result = done.value.result
     assert result["changed"] is False
     assert result["diagnosis"]["pending"] == sum(len(c["expected"]) for c in LOCAL)

@@ -105,7 +105,7 @@ def run_main(module, args, capsys):
     ("name", "runner", "args"),
     [
         ("kai_snapshot", "run_snapshot", {"name": "s", "selections": [{"kind": "Pod"}]}),
-        ("kai_inventory_facts", "run_inventory_facts", {"cluster": "lab"}),
+        ("kai_inventory_info", "run_inventory_info", {"cluster": "lab"}),
         ("kai_inventory_report", "run_inventory_report", {"clusters": {}}),
     ],
 )
@@ -132,14 +132,14 @@ def test_main_rejects_wrong_types_before_runner(monkeypatch, capsys):
 
 
 def test_main_passes_validated_params_to_runner(monkeypatch, capsys):
-    module = load("kai_inventory_facts")
+    module = load("kai_inventory_info")
     seen = {}
 
     def runner(ansible_module):
         seen.update(ansible_module.params)
         ansible_module.exit_json(changed=False)
 
-    monkeypatch.setattr(module, "run_inventory_facts", runner)
+    monkeypatch.setattr(module, "run_inventory_info", runner)
     code, result = run_main(module, {"cluster": "lab", "restart_threshold": "3"}, capsys)
     assert code == 0 and result["changed"] is False
     assert seen["restart_threshold"] == 3

@@ -103,7 +103,7 @@ def test_inventory_reports_each_cluster_and_exits_2(tmp_path, clusters):
     rescued = [
         e
         for e in events(bundle)
-        if e["event"] == "failed" and e["action"] == "kaiops.runbooks.kai_inventory_facts"
+        if e["event"] == "failed" and e["action"] == "kaiops.runbooks.kai_inventory_info"
     ]
     assert sorted(e["host"] for e in rescued) == ["dead", "denied"]
 

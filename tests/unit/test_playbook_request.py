@@ -14,7 +14,7 @@ from conftest import PATCHED, PRE, REPO, THRESHOLDS
 from test_playbook_inventory import events, sha256sum_ok
 
 TEMPLATE = "{{ lookup('ansible.builtin.pipe', 'id') }}"
-CLUSTER_READERS = ("kai_inventory_facts", "kai_identify", "k8s_info", "kai_recovery_facts")
+CLUSTER_READERS = ("kai_inventory_info", "kai_identify", "k8s_info", "kai_recovery_info")
 REQUEST = {
     "kaiops_kubeconfig": "/nonexistent/kubeconfig",
     "kaiops_change_owner": "sre-oncall@example.com",

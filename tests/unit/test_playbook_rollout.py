@@ -208,7 +208,7 @@ def test_rollout_without_evidence_or_kai_refuses_with_both_reasons(tmp_path, fak
     # The change request (and the evidence store) was judged before the first cluster read.
     actions = [e["action"] for e in events(bundle) if e["event"] in ("ok", "failed")]
     assert actions.index("kaiops.runbooks.kai_rollout_request") < actions.index(
-        "kaiops.runbooks.kai_inventory_facts"
+        "kaiops.runbooks.kai_inventory_info"
     )
     assert os.path.isfile(os.path.join(bundle, "inventory.md"))
     assert sha256sum_ok(bundle)

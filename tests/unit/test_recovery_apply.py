@@ -24,7 +24,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.apply imp
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_apply,
-    run_recovery_facts,
+    run_recovery_info,
     run_recovery_report,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import plan
@@ -265,14 +265,14 @@ def test_run_facts_with_baseline_observes(fake_module):
     }
     client = cluster_client(served=SERVED)
     with pytest.raises(ExitJson) as first:
-        run_recovery_facts(fake_module(params), client_factory=lambda *a: client, now=lambda: NOW)
+        run_recovery_info(fake_module(params), client_factory=lambda *a: client, now=lambda: NOW)
     result = first.value.result
     assert result["changed"] is False and result["disposable"] is True
     assert result["binder"]["name"] == "binder"
     assert result["window"]["samples"] == 2 and result["window"]["window_s"] == 30
     params.update(baseline=result["findings"], observe_started_at=100.0)
     with pytest.raises(ExitJson) as second:
-        run_recovery_facts(
+        run_recovery_info(
             fake_module(params),
             client_factory=lambda *a: client,
             now=lambda: NOW,

@@ -1,4 +1,4 @@
-"""recovery.yml uses diagnose.yml's classification: kai_recovery_facts returns each Pending pod
+"""recovery.yml uses diagnose.yml's classification: kai_recovery_info returns each Pending pod
 KAI schedules with the cause the shared classifier (scan/pending.py) gives it, and recovery.md
 shows it per pod."""
 
@@ -13,7 +13,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report im
     render_markdown,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
-    run_recovery_facts,
+    run_recovery_info,
 )
 
 PARAMS = {
@@ -37,7 +37,7 @@ PARAMS = {
 def recovery_facts(fake_module, params):
     client = FakeClient(objects(LOCAL), served=BASE["served"], logs=BASE["logs"])
     with pytest.raises(ExitJson) as done:
-        run_recovery_facts(fake_module(params), client_factory=lambda *a: client, now=lambda: NOW)
+        run_recovery_info(fake_module(params), client_factory=lambda *a: client, now=lambda: NOW)
     return done.value.result
 
 

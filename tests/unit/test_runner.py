@@ -13,7 +13,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest 
     verify_manifest,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import (
-    run_inventory_facts,
+    run_inventory_info,
     run_inventory_report,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.runner import run_snapshot
@@ -105,10 +105,10 @@ def facts_params(**extra):
     return params
 
 
-def test_run_inventory_facts_returns_inventory_and_helm_path(fake_module, fake_client):
+def test_run_inventory_info_returns_inventory_and_helm_path(fake_module, fake_client):
     module = fake_module(facts_params(), bin_paths={"helm": "/usr/bin/helm"})
     with pytest.raises(ExitJson) as done:
-        run_inventory_facts(module, client_factory=factory(fake_client("kai-sharing")))
+        run_inventory_info(module, client_factory=factory(fake_client("kai-sharing")))
     result = done.value.result
     assert result["changed"] is False and result["helm_path"] == "/usr/bin/helm"
     assert result["inventory"]["exposure"]["verdict"] == "exposed"
@@ -116,18 +116,18 @@ def test_run_inventory_facts_returns_inventory_and_helm_path(fake_module, fake_c
     assert result["inventory"]["duration_s"] >= 0
 
 
-def test_run_inventory_facts_bad_range_fails_before_cluster(fake_module):
+def test_run_inventory_info_bad_range_fails_before_cluster(fake_module):
     with pytest.raises(KaiopsError) as info:
-        run_inventory_facts(
+        run_inventory_info(
             fake_module(facts_params(affected_range="<=banana")), client_factory=never_called
         )
     assert info.value.status == "invalid_input"
 
 
-def test_run_inventory_facts_forbidden_namespace_raises_with_status(fake_module, fake_client):
+def test_run_inventory_info_forbidden_namespace_raises_with_status(fake_module, fake_client):
     client = fake_client("kai-sharing", forbidden=[("apps/v1", "Deployment")])
     with pytest.raises(KaiopsError) as info:
-        run_inventory_facts(fake_module(facts_params()), client_factory=factory(client))
+        run_inventory_info(fake_module(facts_params()), client_factory=factory(client))
     assert info.value.status == "forbidden"
     assert info.value.msg == (
         "Failed to read Deployments in namespace kai-scheduler: forbidden by RBAC"

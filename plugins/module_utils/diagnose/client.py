@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reads of kai_diagnose_facts: what the Pending diagnosis needs, in one dict. I/O only.
+"""Reads of kai_diagnose_info: what the Pending diagnosis needs, in one dict. I/O only.
 
 The reads are the shared scan's (``scan/client.py`` ``PendingClient``: one LIST per kind,
 Events and ConfigMaps per namespace that holds Pending pods, the recent log of KAI's scheduler,

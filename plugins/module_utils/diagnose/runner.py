@@ -30,7 +30,7 @@ def _utc_now():
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def run_diagnose_facts(module, client_factory=KubeClient.from_options, now=_utc_now):
+def run_diagnose_info(module, client_factory=KubeClient.from_options, now=_utc_now):
     params = module.params
     client = client_from(params, client_factory)
     logs = (

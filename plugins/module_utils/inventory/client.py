@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reads of kai_inventory_facts: every read the inventory needs, in one dict.
+"""Reads of kai_inventory_info: every read the inventory needs, in one dict.
 
 About ten LIST/GET requests whatever the cluster size, plus one ConfigMap LIST per namespace
 that holds GPU-sharing pods. A 403 or a missing API on an optional section is recorded in

@@ -30,7 +30,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify impor
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import parse_range
 
 
-def run_inventory_facts(module, client_factory=KubeClient.from_options, clock=time.monotonic):
+def run_inventory_info(module, client_factory=KubeClient.from_options, clock=time.monotonic):
     params = module.params
     started = clock()
     parse_range(params["affected_range"])  # bad input fails before any cluster call

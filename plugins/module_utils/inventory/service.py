@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Service layer of kai_inventory_facts: what KAI runs on a cluster and whether it is exposed.
+"""Service layer of kai_inventory_info: what KAI runs on a cluster and whether it is exposed.
 
 ``analyse`` turns the reads of ``inventory/client.py`` into the inventory; pure, rules as data
 (``VERDICT_RULES``), so the decisions are testable without a cluster. The affected range is

@@ -5,7 +5,7 @@
 ``render_markdown`` only gives ``templates/reports/recovery.md.j2`` what it prints.
 
 Keeps two questions apart, as the release article asks: *prevention of recurrence* (is the
-binder that runs now in the affected range? read from kai_inventory_facts) and *remediation
+binder that runs now in the affected range? read from kai_inventory_info) and *remediation
 of existing damage* (what was found, what was done, what recovered).
 """
 
@@ -35,7 +35,7 @@ def prevention(inventory, kai_namespace="kai-scheduler", affected_range=None, fi
         "affected_range": rng,
         "in_range": exposure.get("version_in_range"),
         "verdict": exposure.get("verdict"),
-        "source": "kaiops.runbooks.kai_inventory_facts",
+        "source": "kaiops.runbooks.kai_inventory_info",
     }
     if not inventory:
         out["line"] = "not assessed: the KAI inventory could not be read on this cluster"

@@ -66,7 +66,7 @@ def pending_causes(client, raw, params, read_at):
     return {"by_cause": found["by_cause"], "pods": found["pods"], "notes": found["notes"]}
 
 
-def run_recovery_facts(
+def run_recovery_info(
     module, client_factory=KubeClient.from_options, now=_utc_now, clock=time.time
 ):
     params = module.params

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: kai_diagnose_facts
+module: kai_diagnose_info
 short_description: Say why each Pending pod that KAI schedules is Pending, with the proof
 version_added: 0.1.0
 author:
@@ -82,14 +82,14 @@ attributes:
 
 EXAMPLES = r"""
 - name: Say why each Pending pod is Pending
-  kaiops.runbooks.kai_diagnose_facts:
+  kaiops.runbooks.kai_diagnose_info:
     cluster: "{{ inventory_hostname }}"
     kai_namespace: kai-scheduler
-  register: kai_diagnose_facts_result
+  register: kai_diagnose_info_result
 
 - name: Show the causes
   ansible.builtin.debug:
-    msg: "{{ kai_diagnose_facts_result.diagnosis.by_cause }}"
+    msg: "{{ kai_diagnose_info_result.diagnosis.by_cause }}"
 """
 
 RETURN = r"""
@@ -160,7 +160,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.diagnose.runner import (
-    run_diagnose_facts,
+    run_diagnose_info,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
 
@@ -182,7 +182,7 @@ def argspec():
 
 
 def main():
-    run_module(argspec(), run_diagnose_facts, libraries=[KUBERNETES])
+    run_module(argspec(), run_diagnose_info, libraries=[KUBERNETES])
 
 
 if __name__ == "__main__":

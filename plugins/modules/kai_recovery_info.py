@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: kai_recovery_facts
+module: kai_recovery_info
 short_description: Find work left pending by failed KAI binds, and observe whether it recovers
 version_added: 0.1.0
 author:
@@ -94,12 +94,12 @@ attributes:
     details: Read-only; runs the same under C(--check) and always reports C(changed=false).
 seealso:
   - module: kaiops.runbooks.kai_recovery_apply
-  - module: kaiops.runbooks.kai_inventory_facts
+  - module: kaiops.runbooks.kai_inventory_info
 """
 
 EXAMPLES = r"""
 - name: Find what failed binds left behind
-  kaiops.runbooks.kai_recovery_facts:
+  kaiops.runbooks.kai_recovery_info:
     cluster: "{{ inventory_hostname }}"
     kubeconfig: "{{ kaiops_kubeconfig }}"
   register: kai_recovery_found
@@ -137,7 +137,7 @@ window:
 pending:
   description:
     - Without O(baseline) - each Pending pod that KAI schedules with its one cause, classified as
-      M(kaiops.runbooks.kai_diagnose_facts) does (the shared C(scan/pending.py); no component
+      M(kaiops.runbooks.kai_diagnose_info) does (the shared C(scan/pending.py); no component
       log is read here). docs/diagnose.md describes the causes.
   returned: when baseline is not given
   type: dict
@@ -187,7 +187,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
-    run_recovery_facts,
+    run_recovery_info,
 )
 
 
@@ -211,7 +211,7 @@ def argspec():
 
 
 def main():
-    run_module(argspec(), run_recovery_facts, libraries=[KUBERNETES])
+    run_module(argspec(), run_recovery_info, libraries=[KUBERNETES])
 
 
 if __name__ == "__main__":

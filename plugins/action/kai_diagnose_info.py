@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin of kai_recovery_facts (plugin_utils/action.py): runs it on the controller."""
+"""Action plugin of kai_diagnose_info (plugin_utils/action.py): runs it on the controller."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: kai_inventory_facts
+module: kai_inventory_info
 short_description: Read what KAI Scheduler runs on a cluster and whether it is exposed
 version_added: 0.1.0
 author:
@@ -97,16 +97,16 @@ attributes:
 
 EXAMPLES = r"""
 - name: Inventory KAI on the cluster
-  kaiops.runbooks.kai_inventory_facts:
+  kaiops.runbooks.kai_inventory_info:
     cluster: "{{ inventory_hostname }}"
     kubeconfig: "{{ kaiops_kubeconfig }}"
     context: "{{ kaiops_context | default(omit) }}"
     namespace: kai-scheduler
-  register: kai_inventory_facts_result
+  register: kai_inventory_info_result
 
 - name: Show the verdict
   ansible.builtin.debug:
-    msg: "{{ kai_inventory_facts_result.inventory.exposure.verdict }}"
+    msg: "{{ kai_inventory_info_result.inventory.exposure.verdict }}"
 """
 
 RETURN = r"""
@@ -195,7 +195,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner import (
-    run_inventory_facts,
+    run_inventory_info,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
 
@@ -221,7 +221,7 @@ def argspec():
 
 
 def main():
-    run_module(argspec(), run_inventory_facts, libraries=[KUBERNETES])
+    run_module(argspec(), run_inventory_info, libraries=[KUBERNETES])
 
 
 if __name__ == "__main__":
