@@ -1,7 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin of kai_identify (plugin_utils/action.py): runs it on the controller."""
+"""The shared action plugin (plugin_utils/action.py): it runs kai_identify, and every module of
+the collection without behaviour of its own, on the controller with its context.
+
+meta/runtime.yml routes those modules' action plugins here (``plugin_routing: action``); the
+plugin finds the module the task names through the module loader. It carries the name of a real
+module because ansible-test sanity wants each action plugin to have one to document it.
+"""
 
 from __future__ import absolute_import, division, print_function
 

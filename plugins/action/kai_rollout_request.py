@@ -13,10 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import ClusterModuleAction
+from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import KaiopsModuleAction
 
 
-class ActionModule(ClusterModuleAction):
+class ActionModule(KaiopsModuleAction):
     def extra_args(self, task_vars):
         extra = super(ActionModule, self).extra_args(task_vars)
         if "variables" not in self._task.args:

@@ -109,6 +109,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner imp
     run_rollout_inventory,
 )
 
+# The shared action plugin gives `cluster`, when the task leaves it out, the host the task runs for.
+CLUSTER_FROM_HOST = True
+
 
 def argspec():
     return merge_specs(

@@ -184,6 +184,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner imp
 RELEASE_DEFAULTS = {"kai_version": "pair.patched", "rollback_target": "pair.pre"}
 
 
+# The shared action plugin gives `cluster`, when the task leaves it out, the host the task runs for.
+CLUSTER_FROM_HOST = True
+
+
 def argspec():
     return merge_specs(
         JOURNAL_ARG_SPEC,

@@ -1,10 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The base of every action plugin of the collection: controller-side context for a module.
+"""The base of the collection's action plugins: controller-side context for a module.
 
-Each module of the collection has an action plugin of the same name (``plugins/action/``)
-built on ``KaiopsModuleAction``. Before the module runs it:
+Every module of the collection runs through ``KaiopsModuleAction``. One shared action plugin,
+``plugins/action/kai_identify.py``, serves every module that has no behaviour of its own:
+``meta/runtime.yml`` routes their action plugins to it (``plugin_routing: action: <name>:
+redirect:``, as kubernetes.core does); a module with behaviour of its own (``kai_request``,
+``kai_rollout_request``) keeps its file, a subclass that adds ``extra_args``. Before the module
+runs the plugin:
 
 1. fills in, when the task leaves them out, the options the module takes from KAI's release
    facts (``RELEASE_DEFAULTS`` in the module file; ``plugin_utils/releases.py``);
@@ -17,14 +21,16 @@ built on ``KaiopsModuleAction``. Before the module runs it:
 4. drops the connection options (``kubeconfig``, ``context``, ``request_timeout``) that
    ``module_defaults: group/kaiops.runbooks.kai`` gives every module of the group, for modules
    that do not reach a cluster;
-5. runs the module on the controller, in the Python that runs Ansible (where the collection's
+5. gives a module that keeps a cluster's record in the run's journal (``CLUSTER_FROM_HOST`` in
+   its file) the host it runs for, ``inventory_hostname``, as ``cluster`` unless the task names
+   one: a host of this collection is a cluster;
+6. runs the module on the controller, in the Python that runs Ansible (where the collection's
    requirements are installed), whatever the host's connection: a host of this collection is
    a Kubernetes cluster, reached through its API server with a kubeconfig on the controller.
 
-``extra_args(task_vars)`` lets a plugin add arguments read from the task's variables;
-``ClusterModuleAction`` gives a module that keeps a cluster's record in the run's journal
-(``cluster`` in its argspec) the host it runs for, ``inventory_hostname``, unless the task names
-one: a host of this collection is a cluster.
+The module is the one the task names, found through the module loader (redirects included):
+the task's ``resolved_action`` names the action plugin, which for a routed module is the shared
+one, not the module.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -74,20 +80,29 @@ class KaiopsModuleAction(ActionBase):
     TRANSFERS_FILES = False
 
     def extra_args(self, task_vars):
-        """Arguments a plugin adds from the task's variables (none by default)."""
+        """Arguments a subclass adds from the task's variables (none by default)."""
         return {}
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(KaiopsModuleAction, self).run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
-        action = self._task.resolved_action or self._task.action
-        args = controller_args(
-            module_code(action), self._task.args, run_context.for_task(self._task)
-        )
+        module = self._module_name()
+        code = module_code(module)
+        args = controller_args(code, self._task.args, run_context.for_task(self._task))
+        args.update(cluster_from_host(code, self._task.args, task_vars))
         args.update(self.extra_args(task_vars))
-        result.update(self._run_on_controller(action, args, task_vars))
+        result.update(self._run_on_controller(module, args, task_vars))
         return result
+
+    def _module_name(self):
+        """The FQCN of the module the task names, through meta/runtime.yml's redirects."""
+        found = self._shared_loader_obj.module_loader.find_plugin_with_context(
+            self._task.action, collection_list=self._task.collections
+        )
+        if found.resolved:
+            return found.resolved_fqcn
+        return self._task.resolved_action or self._task.action
 
     def _run_on_controller(self, action, args, task_vars):
         if not getattr(self._connection, "_remote_is_local", False):
@@ -99,10 +114,8 @@ class KaiopsModuleAction(ActionBase):
         return self._execute_module(module_name=action, module_args=args, task_vars=task_vars)
 
 
-class ClusterModuleAction(KaiopsModuleAction):
-    """For the modules that read and append to a cluster's record in the run's journal."""
-
-    def extra_args(self, task_vars):
-        if self._task.args.get("cluster"):
-            return {}
-        return {"cluster": task_vars.get("inventory_hostname")}
+def cluster_from_host(code, args, task_vars):
+    """``cluster`` for a module that declares ``CLUSTER_FROM_HOST``, unless the task names one."""
+    if not getattr(code, "CLUSTER_FROM_HOST", False) or args.get("cluster"):
+        return {}
+    return {"cluster": task_vars.get("inventory_hostname")}
