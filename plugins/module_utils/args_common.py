@@ -26,6 +26,14 @@ JOURNAL_ARG_SPEC = {
     "evidence_dir": {"type": "path"},
 }
 
+# doc_fragments/kai_namespaces.py documents these (DOCUMENTATION and RESERVATION).
+KAI_NAMESPACE_ARG_SPEC = {
+    "kai_namespace": {"type": "str", "default": "kai-scheduler"},
+}
+RESERVATION_NAMESPACE_ARG_SPEC = {
+    "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
+}
+
 # doc_fragments/report.py documents this: the modules that render a report from templates.
 REPORT_ARG_SPEC = {
     "template_dir": {"type": "path"},

@@ -35,6 +35,8 @@ description:
     are then not proven. Fails, with RV(status) set, only when Pods cannot be listed or the API
     server cannot be reached.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces.reservation
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
@@ -42,14 +44,6 @@ options:
     description: Name of the cluster in the result, usually C(inventory_hostname).
     type: str
     required: true
-  kai_namespace:
-    description: Namespace of the KAI release (its component Deployments).
-    type: str
-    default: kai-scheduler
-  reservation_namespace:
-    description: Namespace of KAI's GPU reservation pods.
-    type: str
-    default: kai-resource-reservation
   scheduler_name:
     description: The C(schedulerName) of the pods KAI schedules.
     type: str
@@ -157,6 +151,8 @@ status:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
+    RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.diagnose.runner import (
@@ -167,11 +163,11 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import 
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
+        RESERVATION_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         {
             "cluster": {"type": "str", "required": True},
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
-            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
             "scheduler_name": {"type": "str", "default": "kai-scheduler"},
             "namespaces": {"type": "list", "elements": "str", "default": []},
             "read_logs": {"type": "bool", "default": True},

@@ -26,6 +26,7 @@ description:
   - A section the credentials may not read, or an API the cluster does not serve, is recorded in
     RV(plan.access) and left out of the plan.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
@@ -33,10 +34,6 @@ options:
     description: Name of the cluster (the inventory host).
     type: str
     required: true
-  kai_namespace:
-    description: Namespace of the KAI release (its admission and binder Deployments).
-    type: str
-    default: kai-scheduler
   kai:
     description:
       - What is known of KAI on the cluster (C(installed), C(gpu_sharing)), from
@@ -154,6 +151,7 @@ plan:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.runner import (
@@ -164,10 +162,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import 
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         {
             "cluster": {"type": "str", "required": True},
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "kai": {"type": "dict", "default": {}},
             "cases": {"type": "list", "elements": "str", "default": []},
             "needs": {"type": "dict", "default": {}},

@@ -30,6 +30,7 @@ description:
     got a node has ended.
   - Reaching the deadline is not a failure of the module; the report judges what was seen.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces.reservation
   - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
@@ -54,10 +55,6 @@ options:
     description: Seconds between reads.
     type: int
     default: 2
-  reservation_namespace:
-    description: Namespace of KAI's reservation pods.
-    type: str
-    default: kai-resource-reservation
   reasons:
     description:
       - Per pod, KAI's specific reason the V(decided) stage waits for on its PodGroup (for
@@ -104,6 +101,7 @@ snapshots:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
+    RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.runner import (
@@ -114,6 +112,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import 
 
 def argspec():
     return merge_specs(
+        RESERVATION_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         {
             "namespace": {"type": "str", "required": True},
@@ -121,7 +120,6 @@ def argspec():
             "stages": {"type": "list", "elements": "str", "default": ["ended"]},
             "timeout_s": {"type": "int", "default": 120},
             "poll_s": {"type": "int", "default": 2},
-            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
             "reasons": {"type": "dict", "default": {}},
         },
     )

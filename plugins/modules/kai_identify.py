@@ -29,13 +29,10 @@ description:
     out. With I(wait_s), reads until KAI is rolled out to I(expected_version) or the bound passed
     and returns the measured seconds; not rolled out in time is returned, not a failure.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
-  kai_namespace:
-    description: KAI's namespace.
-    type: str
-    default: kai-scheduler
   expected_version:
     description: The version KAI must run (a release tag).
     type: str
@@ -118,6 +115,7 @@ reasons:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -126,9 +124,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.runner import 
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         {
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "expected_version": {"type": "str"},
             "wait_s": {"type": "int", "default": 0},
             "helm": {"type": "dict", "default": {}},

@@ -33,6 +33,7 @@ description:
   - Fails, changing nothing, when there is something to apply and no evidence folder to record
     it in.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.evidence
@@ -62,10 +63,6 @@ options:
     type: list
     elements: str
     default: []
-  kai_namespace:
-    description: Namespace of the KAI release (for messages).
-    type: str
-    default: kai-scheduler
   binder:
     description:
       - The binder Deployment as RV(kaiops.runbooks.kai_recovery_info#module:binder) returns it.
@@ -118,6 +115,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module imp
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
     EVIDENCE_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -129,6 +127,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service i
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         EVIDENCE_ARG_SPEC,
         {
@@ -136,7 +135,6 @@ def argspec():
             "findings": {"type": "list", "elements": "dict", "required": True},
             "steps": {"type": "list", "elements": "str", "choices": list(STEPS), "default": []},
             "namespaces": {"type": "list", "elements": "str", "default": []},
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "binder": {"type": "dict"},
             "task": {"type": "str", "required": True},
         },

@@ -36,6 +36,8 @@ description:
   - With O(baseline), also judges each earlier finding recovered, not recovered or not
     applicable (RV(observation)).
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces.reservation
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
 options:
@@ -43,10 +45,6 @@ options:
     description: Name of the cluster in the result, usually C(inventory_hostname).
     type: str
     required: true
-  kai_namespace:
-    description: Namespace of the KAI release (where the binder Deployment is).
-    type: str
-    default: kai-scheduler
   binder_deployment:
     description: Name of the binder Deployment.
     type: str
@@ -56,10 +54,6 @@ options:
     type: list
     elements: str
     default: []
-  reservation_namespace:
-    description: Namespace of KAI's GPU reservation pods.
-    type: str
-    default: kai-resource-reservation
   min_age_s:
     description:
       - Stale-state findings (reservation pods, ConfigMaps, unbound group pods) count only
@@ -183,6 +177,8 @@ observation:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
+    RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -193,13 +189,13 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner im
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
+        RESERVATION_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         {
             "cluster": {"type": "str", "required": True},
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "binder_deployment": {"type": "str", "default": "binder"},
             "namespaces": {"type": "list", "elements": "str", "default": []},
-            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
             "min_age_s": {"type": "int", "default": 300},
             "window_s": {"type": "int", "default": 0},
             "window_rule": {"type": "dict", "default": {}},

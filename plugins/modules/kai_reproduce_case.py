@@ -25,6 +25,8 @@ description:
     included (watched, so attempts the scheduler deletes are kept), with the binder's logs.
   - Nothing runs under check mode.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces.reservation
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.attributes
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.evidence
@@ -88,14 +90,6 @@ options:
     description: Keep the case's namespace for inspection.
     type: bool
     default: false
-  kai_namespace:
-    description: KAI's namespace (the binder's pods and logs are read there).
-    type: str
-    default: kai-scheduler
-  reservation_namespace:
-    description: KAI's GPU reservation namespace.
-    type: str
-    default: kai-resource-reservation
 attributes:
   check_mode:
     support: partial
@@ -145,6 +139,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module imp
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
     EVIDENCE_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
+    RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -153,6 +149,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner i
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
+        RESERVATION_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         EVIDENCE_ARG_SPEC,
         {
@@ -182,8 +180,6 @@ def argspec():
             "window_s": {"type": "int", "default": 60},
             "concurrency": {"type": "int", "default": 20},
             "keep_namespaces": {"type": "bool", "default": False},
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
-            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
         },
     )
 

@@ -25,14 +25,11 @@ description:
     C(refuse_broad_grants) and a broad grant is flagged; names where the regression evidence is
     kept. Writes C(governance/<cluster>.json) into the run's evidence.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
 options:
-  kai_namespace:
-    description: KAI's namespace.
-    type: str
-    default: kai-scheduler
   namespaces:
     description:
       - The namespaces the change touches (KAI's, the reservation namespace, those of
@@ -96,6 +93,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module imp
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
     JOURNAL_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -109,10 +107,10 @@ CLUSTER_FROM_HOST = True
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         JOURNAL_ARG_SPEC,
         {
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "namespaces": {"type": "list", "elements": "str", "default": []},
             "rule": {"type": "dict", "default": {}},
         },

@@ -22,6 +22,7 @@ description:
     implementation's label and the inventory's status.
   - Touches no cluster.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces.reservation
   - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
 options:
@@ -37,10 +38,6 @@ options:
     description: Namespace of the KAI release (snapshot selections).
     type: str
     default: kai-scheduler
-  reservation_namespace:
-    description: Namespace of the GPU reservation pods.
-    type: str
-    default: kai-resource-reservation
   helm_release:
     description: Name of KAI's Helm release.
     type: str
@@ -103,6 +100,7 @@ message:
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     JOURNAL_ARG_SPEC,
+    RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.runner import (
@@ -115,12 +113,12 @@ CLUSTER_FROM_HOST = True
 
 def argspec():
     return merge_specs(
+        RESERVATION_NAMESPACE_ARG_SPEC,
         JOURNAL_ARG_SPEC,
         {
             "inventory": {"type": "dict", "default": {}},
             "judge": {"type": "bool", "default": True},
             "namespace": {"type": "str", "default": "kai-scheduler"},
-            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
             "helm_release": {"type": "str", "default": "kai-scheduler"},
         },
     )

@@ -26,6 +26,7 @@ description:
     differs from the one read right after the upgrade) and objects created after the snapshot,
     which are left in place (C(rollout/restore.py)).
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces.reservation
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
@@ -54,10 +55,6 @@ options:
       - For O(operation=restore), the resourceVersions read right after the upgrade, if known.
       - Default, when O(snapshot_dir) is not given either - those the cluster's record holds.
     type: dict
-  reservation_namespace:
-    description: For O(operation=survivors), KAI's reservation namespace.
-    type: str
-    default: kai-resource-reservation
 attributes:
   check_mode:
     support: full
@@ -97,6 +94,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module imp
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
     JOURNAL_ARG_SPEC,
+    RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -110,6 +108,7 @@ CLUSTER_FROM_HOST = True
 
 def argspec():
     return merge_specs(
+        RESERVATION_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         JOURNAL_ARG_SPEC,
         {
@@ -118,7 +117,6 @@ def argspec():
                 "choices": ["read", "restore", "survivors"],
                 "default": "read",
             },
-            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
             "snapshot_dir": {"type": "str"},
             "evidence_root": {"type": "path"},
             "before_rollback": {"type": "dict"},

@@ -36,6 +36,8 @@ description:
   - O(phase=baseline) on a cluster that runs the version under test already records why no
     baseline is measured, probes nothing and returns skipped.
 extends_documentation_fragment:
+  - kaiops.runbooks.kai_namespaces.reservation
+  - kaiops.runbooks.kai_namespaces
   - kaiops.runbooks.k8s_auth
   - kaiops.runbooks.journal
   - kaiops.runbooks.attributes
@@ -79,18 +81,10 @@ options:
     description: Minimum age of stale objects the recovery scan counts.
     type: int
     default: 300
-  kai_namespace:
-    description: KAI's namespace.
-    type: str
-    default: kai-scheduler
   binder_selector:
     description: Label selector of the binder's pods.
     type: str
     default: app=binder
-  reservation_namespace:
-    description: Namespace of KAI's GPU reservation pods.
-    type: str
-    default: kai-resource-reservation
 attributes:
   check_mode:
     support: partial
@@ -142,6 +136,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module imp
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
     JOURNAL_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
+    RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KUBERNETES
@@ -155,6 +151,8 @@ CLUSTER_FROM_HOST = True
 
 def argspec():
     return merge_specs(
+        KAI_NAMESPACE_ARG_SPEC,
+        RESERVATION_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         JOURNAL_ARG_SPEC,
         {
@@ -171,9 +169,7 @@ def argspec():
             "image": {"type": "str", "default": "kaiops.dev/gpuprobe:0.1.0"},
             "settle_s": {"type": "int", "default": 30},
             "stale_min_age_s": {"type": "int", "default": 300},
-            "kai_namespace": {"type": "str", "default": "kai-scheduler"},
             "binder_selector": {"type": "str", "default": "app=binder"},
-            "reservation_namespace": {"type": "str", "default": "kai-resource-reservation"},
         },
     )
 

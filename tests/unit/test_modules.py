@@ -19,12 +19,15 @@ MODULES = sorted(
     os.path.splitext(os.path.basename(p))[0]
     for p in glob.glob(os.path.join(REPO, "plugins", "modules", "*.py"))
 )
-FRAGMENTS = {
-    "kaiops.runbooks." + os.path.splitext(os.path.basename(p))[0]: importlib.import_module(
-        "%s.doc_fragments.%s" % (PLUGINS, os.path.splitext(os.path.basename(p))[0])
-    ).ModuleDocFragment.DOCUMENTATION
-    for p in glob.glob(os.path.join(REPO, "plugins", "doc_fragments", "*.py"))
-}
+
+
+def fragment_doc(reference):
+    """A doc fragment's text as Ansible finds it: kaiops.runbooks.<file> is the class's
+    DOCUMENTATION, kaiops.runbooks.<file>.<part> its attribute <PART>."""
+    parts = reference[len("kaiops.runbooks.") :].split(".")
+    fragment = importlib.import_module("%s.doc_fragments.%s" % (PLUGINS, parts[0]))
+    attribute = parts[1].upper() if len(parts) > 1 else "DOCUMENTATION"
+    return getattr(fragment.ModuleDocFragment, attribute)
 
 
 def load(name):
@@ -35,7 +38,7 @@ def documented_options(module):
     doc = yaml.safe_load(module.DOCUMENTATION)
     options = dict(doc.get("options") or {})
     for fragment in doc.get("extends_documentation_fragment") or []:
-        options.update(yaml.safe_load(FRAGMENTS[fragment]).get("options") or {})
+        options.update(yaml.safe_load(fragment_doc(fragment)).get("options") or {})
     return options
 
 
