@@ -14,6 +14,7 @@ PYTEST := $(VENV)/bin/pytest
 RUFF := $(VENV)/bin/ruff
 ANSIBLE_LINT := $(VENV)/bin/ansible-lint
 ANSIBLE_GALAXY := $(VENV)/bin/ansible-galaxy
+ANTSIBULL_CHANGELOG := $(VENV)/bin/antsibull-changelog
 
 # Tools in the venv come first on PATH for every recipe that uses them.
 VENV_ENV := PATH="$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(VENV)"
@@ -31,11 +32,12 @@ $(VENV_STAMP):
 	"$(PY)" -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
 	@touch "$@"
 
-lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, functions at most 60 lines, ansible-lint (production profile), ansible-test sanity
+lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, functions at most 60 lines, ansible-lint (production profile), the changelog fragments, ansible-test sanity
 	$(VENV_ENV) $(RUFF) check .
 	$(VENV_ENV) $(RUFF) format --check .
 	$(PY) tools/function_size.py --max-lines 60 plugins
 	$(VENV_ENV) $(ANSIBLE_LINT)
+	$(VENV_ENV) $(ANTSIBULL_CHANGELOG) lint
 	$(MAKE) --no-print-directory sanity
 
 # pytest-xdist: the unit tests that run ansible-playbook spend most of their time in a child

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kai_identify
 short_description: Read what KAI runs from its running components, and whether they agree
-version_added: 0.3.0
+version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kai_reproduce_case
 short_description: Run one case of the nil-data ConfigMap reproduction on one KAI build
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:

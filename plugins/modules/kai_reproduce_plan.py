@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kai_reproduce_plan
 short_description: Check a reproduce run's options and plan its builds and cases
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kai_reproduce_report
 short_description: Write the reproduce report (report.json, report.md, junit.xml)
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kai_rollout_governance
 short_description: Who can edit KAI's coordination objects, read from RBAC (read-only)
-version_added: 0.3.0
+version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:

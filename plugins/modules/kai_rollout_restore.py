@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kai_rollout_restore
 short_description: Read, or restore after helm rollback, KAI's recorded configuration
-version_added: 0.3.0
+version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kai_rollout_verify
 short_description: Verify KAI with probe workloads and judge the figures against the thresholds
-version_added: 0.3.0
+version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:

@@ -149,3 +149,15 @@ def test_main_passes_validated_params_to_runner(monkeypatch, capsys):
     # Run without its action plugin, the module gets no release facts: the range is not restated.
     assert seen["affected_range"] is None
     assert seen["request_timeout"] == 30
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_version_added_is_the_collection_version(name):
+    with open(os.path.join(REPO, "galaxy.yml")) as handle:
+        version = str(yaml.safe_load(handle)["version"])
+    doc = yaml.safe_load(load(name).DOCUMENTATION)
+    assert str(doc["version_added"]) == version, "%s: version_added %s, galaxy.yml %s" % (
+        name,
+        doc["version_added"],
+        version,
+    )
