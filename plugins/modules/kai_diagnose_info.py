@@ -21,7 +21,7 @@ description:
     the ConfigMaps of the namespaces that hold Pending GPU-sharing pods and, with
     O(read_logs), the recent log of KAI's scheduler, binder and pod grouper pods.
   - Gives every unbound, live pod with C(schedulerName) O(scheduler_name) exactly one cause,
-    from the collection's shared classifier (C(plugins/module_utils/scan/pending.py), also used by
+    from the collection's shared classifier (also used by
     recovery.yml), tried in order, first match wins - V(scheduling_gated), V(kai_component_down),
     V(not_seen_by_kai), V(gpu_sharing_rejected), V(gang_waiting), V(queue_missing),
     V(queue_over_limit), V(no_gpu_fits), V(duplicate_reservation), V(reservation_pod_failing),

@@ -108,7 +108,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The plan (module_utils/gpu_access/plan.py describes every key).
+  description: The plan.
   returned: success
   type: dict
   contains:

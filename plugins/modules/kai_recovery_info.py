@@ -131,7 +131,7 @@ window:
 pending:
   description:
     - Without O(baseline) - each Pending pod that KAI schedules with its one cause, classified as
-      M(kaiops.runbooks.kai_diagnose_info) does (the shared C(scan/pending.py); no component
+      M(kaiops.runbooks.kai_diagnose_info) does (the shared classifier; no component
       log is read here). docs/diagnose.md describes the causes.
   returned: when baseline is not given
   type: dict

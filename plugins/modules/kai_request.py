@@ -16,7 +16,7 @@ author:
 description:
   - The one request check of every playbook of the collection (role
     C(kaiops.runbooks.kai_request) runs it first), with the rules as data in
-    C(plugins/module_utils/request/rules.py) - types named in the message, numbers finite and
+    the collection - types named in the message, numbers finite and
     within their bounds, release tags matched whole and ASCII only, lists never read letter by
     letter, unknown C(kaiops_*) names refused with the nearest known name, a kubeconfig that is a
     directory, a rollback bundle that is not one, an evidence store that cannot be written.

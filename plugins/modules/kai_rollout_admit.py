@@ -40,7 +40,7 @@ EXAMPLES = r"""
 RETURN = r"""
 decision:
   description:
-    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+    - The cluster's decision so far, or null before the change
       window decided it.
   returned: always
   type: str

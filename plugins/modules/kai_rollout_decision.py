@@ -16,7 +16,7 @@ author:
 description:
   - RV(action) says what to do next - C(none) (every verification gate passed), C(rollback),
     C(pause) or C(continue), as the change request's policy says for a failed gate
-    (C(rollout/change.py)).
+   .
   - Touches no cluster.
 extends_documentation_fragment:
   - kaiops.runbooks.journal
@@ -39,7 +39,7 @@ EXAMPLES = r"""
 RETURN = r"""
 decision:
   description:
-    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+    - The cluster's decision so far, or null before the change
       window decided it.
   returned: always
   type: str

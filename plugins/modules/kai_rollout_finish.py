@@ -14,7 +14,7 @@ version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:
-  - The decision made from the record (C(rollout/change.py) decide) and the change's wall-clock
+  - The decision made from the record and the change's wall-clock
     duration.
   - Touches no cluster.
 extends_documentation_fragment:
@@ -46,7 +46,7 @@ EXAMPLES = r"""
 RETURN = r"""
 decision:
   description:
-    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+    - The cluster's decision so far, or null before the change
       window decided it.
   returned: always
   type: str

@@ -18,7 +18,7 @@ description:
     resolves the bindings to subjects - who may create, update, patch or delete Config
     C(kai-config), the queues, the SchedulingShards, the binder and scheduler Deployments and the
     ConfigMaps (GPU-sharing ones among them) in the namespaces the change touches
-    (C(rollout/governance.py)).
+   .
   - Flags broad grants - a subject that is not a system one holding cluster-wide ConfigMap
     write, or a wildcard rule, cluster-wide.
   - Adds a C(governance) gate to the record that passes unless O(rule) sets
@@ -61,7 +61,7 @@ EXAMPLES = r"""
 RETURN = r"""
 decision:
   description:
-    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+    - The cluster's decision so far, or null before the change
       window decided it.
   returned: always
   type: str

@@ -16,7 +16,7 @@ author:
 description:
   - The cluster's read-only inventory (C(kai_inventory__output)) is judged against the cluster
     gates (reachable, a KAI Helm release, the current version, the rollback target recorded;
-    declared as data in C(rollout/gates.py)) and the snapshot of the state a rollback needs is
+    declared as data) and the snapshot of the state a rollback needs is
     planned; RV(snapshot_due) says whether to take it and RV(selections) what to take.
   - With O(judge=false) (rollback.yml) only what runs is recorded - the version, the
     implementation's label and the inventory's status.
@@ -61,7 +61,7 @@ EXAMPLES = r"""
 RETURN = r"""
 decision:
   description:
-    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+    - The cluster's decision so far, or null before the change
       window decided it.
   returned: always
   type: str

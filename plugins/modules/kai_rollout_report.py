@@ -19,7 +19,7 @@ description:
     the rollout modules journaled them) and the change request the first of them recorded;
     decides per cluster (C(refused) when any gate failed, C(proceed) otherwise) and for the run
     (C(refused) when any cluster was refused).
-  - The steps not built yet come from the pipeline (C(plugins/module_utils/rollout/pipeline.py)),
+  - The steps not built yet come from the pipeline,
     each reported as not run with its reason, or with the refusal when the cluster was refused.
   - Writes its three files whatever goes wrong - when the report cannot be built from what it was
     given, an error report (decision C(refused), the error in report.md and as a junit

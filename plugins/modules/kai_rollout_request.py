@@ -15,7 +15,7 @@ author:
   - kaiops contributors (@kaiops)
 description:
   - Judges one cluster's change request without reading any cluster, with one gate per item
-    (declared as data in C(plugins/module_utils/rollout/gates.py)) - the variables (every
+    (declared as data) - the variables (every
     C(kaiops_*) name set for the host must be in the collection's vocabulary, the nearest known
     name is given otherwise; C(-e) must give name=value pairs or a mapping), the change owner,
     the KAI version under test (an exact release tag), the acceptance thresholds (type and range,
@@ -29,7 +29,7 @@ description:
     C(kai_version) equal to the KAI version and C(verdict=pass), and its bundle's C(status) is
     C(complete) and its C(manifest.sha256) verifies. Reports that match the version but do not
     count are listed with the reason.
-  - Starts the cluster's rollout record in the run's journal (C(rollout/record.py)) and returns
+  - Starts the cluster's rollout record in the run's journal and returns
     every gate with its figure, threshold and pass or fail, and one message naming every failed
     gate and its fix. The module never fails because a gate failed; the caller decides.
 extends_documentation_fragment:

@@ -24,7 +24,7 @@ description:
     precondition) when the upgrade changed them - and reports what it did not restore
     automatically - objects changed in between (their resourceVersion before the rollback
     differs from the one read right after the upgrade) and objects created after the snapshot,
-    which are left in place (C(rollout/restore.py)).
+    which are left in place.
 extends_documentation_fragment:
   - kaiops.runbooks.kai_namespaces.reservation
   - kaiops.runbooks.k8s_auth

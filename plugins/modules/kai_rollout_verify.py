@@ -30,7 +30,7 @@ description:
   - O(phase=baseline) only records the figures (before the change, on the version that runs);
     O(phase=verify) (on the version under test, the request's C(kai_version)) and
     O(phase=rollback) (on the version recorded before the change) judge them as gates against
-    the request's thresholds (C(rollout/acceptance.py)); the version, the thresholds and the
+    the request's thresholds; the version, the thresholds and the
     figures before the change are read from the cluster's record in the run's journal, and the
     figures are added to it. Evidence in C(verify/<cluster>/<phase>/).
   - O(phase=baseline) on a cluster that runs the version under test already records why no
@@ -105,7 +105,7 @@ EXAMPLES = r"""
 RETURN = r"""
 decision:
   description:
-    - The cluster's decision so far (C(rollout/change.py) decide), or null before the change
+    - The cluster's decision so far, or null before the change
       window decided it.
   returned: always
   type: str
