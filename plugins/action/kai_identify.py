@@ -4,7 +4,7 @@
 """The shared action plugin (plugin_utils/action.py): it runs kai_identify, and every module of
 the collection without behaviour of its own, on the controller with its context.
 
-meta/runtime.yml routes those modules' action plugins here (``plugin_routing: action``); the
+meta/runtime.yml names it as those modules' ``action_plugin`` (``plugin_routing: modules``); the
 plugin finds the module the task names through the module loader. It carries the name of a real
 module because ansible-test sanity wants each action plugin to have one to document it.
 """

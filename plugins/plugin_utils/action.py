@@ -5,8 +5,8 @@
 
 Every module of the collection runs through ``KaiopsModuleAction``. One shared action plugin,
 ``plugins/action/kai_identify.py``, serves every module that has no behaviour of its own:
-``meta/runtime.yml`` routes their action plugins to it (``plugin_routing: action: <name>:
-redirect:``, as kubernetes.core does); a module with behaviour of its own (``kai_request``,
+``meta/runtime.yml`` names it as their ``action_plugin`` (``plugin_routing: modules: <name>:``;
+kubernetes.core shares its action plugins too); a module with behaviour of its own (``kai_request``,
 ``kai_rollout_request``) keeps its file, a subclass that adds ``extra_args``. Before the module
 runs the plugin:
 

@@ -25,13 +25,13 @@ def code(name):
 def action_plugin_of(name):
     """The action plugin that runs `name`: its own file, or where meta/runtime.yml routes it."""
     with open(os.path.join(REPO, "meta", "runtime.yml")) as handle:
-        routing = yaml.safe_load(handle).get("plugin_routing", {}).get("action", {})
+        routing = yaml.safe_load(handle).get("plugin_routing", {}).get("modules", {})
     own = os.path.join(REPO, "plugins", "action", name + ".py")
     if os.path.isfile(own):
-        assert name not in routing, "%s has its own action plugin and a redirect" % name
+        assert "action_plugin" not in routing.get(name, {}), "%s has two action plugins" % name
         return own
-    assert name in routing, "%s has neither an action plugin nor a redirect to one" % name
-    target = routing[name]["redirect"]
+    assert name in routing, "%s has neither an action plugin nor a routing to one" % name
+    target = routing[name]["action_plugin"]
     assert target.startswith("kaiops.runbooks."), target
     return os.path.join(REPO, "plugins", "action", target.split(".")[-1] + ".py")
 
