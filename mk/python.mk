@@ -19,7 +19,7 @@ ANTSIBULL_CHANGELOG := $(VENV)/bin/antsibull-changelog
 # Tools in the venv come first on PATH for every recipe that uses them.
 VENV_ENV := PATH="$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(VENV)"
 
-.PHONY: venv lint unit galaxy-build
+.PHONY: venv lint unit galaxy-build ee-create
 
 venv: $(VENV_STAMP) ## build the Python venv (reused while the requirements files are unchanged)
 
@@ -32,12 +32,13 @@ $(VENV_STAMP):
 	"$(PY)" -m pip install --quiet --disable-pip-version-check -r $(REQUIREMENTS)
 	@touch "$@"
 
-lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, functions at most 60 lines, ansible-lint (production profile), the changelog fragments, ansible-test sanity
+lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, functions at most 60 lines, ansible-lint (production profile), the changelog fragments, ansible-builder create, ansible-test sanity
 	$(VENV_ENV) $(RUFF) check .
 	$(VENV_ENV) $(RUFF) format --check .
 	$(PY) tools/function_size.py --max-lines 60 plugins
 	$(VENV_ENV) $(ANSIBLE_LINT)
 	$(VENV_ENV) $(ANTSIBULL_CHANGELOG) lint
+	$(MAKE) --no-print-directory ee-create
 	$(MAKE) --no-print-directory sanity
 
 # pytest-xdist: the unit tests that run ansible-playbook spend most of their time in a child
@@ -46,6 +47,14 @@ lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, 
 UNIT_WORKERS ?= auto
 unit: $(VENV_STAMP) ## pytest unit tests (no cluster), $(UNIT_WORKERS) workers
 	$(VENV_ENV) $(PYTEST) -n $(UNIT_WORKERS) tests/unit
+
+# The execution environment's build context (meta/execution-environment.yml): ansible-builder
+# validates the definition and writes the Containerfile and _build/ here, out of the repository.
+# No container engine is needed; `ansible-builder build` with one builds the image (docs/fleet.md).
+EE_CONTEXT := $(KAIOPS_CACHE)/ee-context
+ee-create: $(VENV_STAMP) ## ansible-builder create: check the EE definition, write its context under KAIOPS_CACHE (part of make lint)
+	@rm -rf "$(EE_CONTEXT)"
+	$(VENV_ENV) $(VENV)/bin/ansible-builder create -f meta/execution-environment.yml -c "$(EE_CONTEXT)" --output-filename Containerfile
 
 galaxy-build: $(VENV_STAMP) ## build the kaiops.runbooks collection tarball
 	$(VENV_ENV) $(ANSIBLE_GALAXY) collection build --force .
