@@ -44,7 +44,12 @@ class ActionModule(KaiopsModuleAction):
         if args.get("refusals") is not None:
             return {}
         table = rules.PLAYBOOKS.get(args.get("playbook")) or {"vars": {}}
-        raw = {name: task_vars[name] for name in rules.HUMAN if name in task_vars}
+        names = [n for n in task_vars if isinstance(n, str)]
+        raw = {
+            n: task_vars[n]
+            for n in rules.judged_names(args.get("playbook"), names)
+            if n in task_vars
+        }
         templated = {name for name, _field in rules.templated_fields(raw)}
         given, errors = {}, {}
         role = table.get("role")
@@ -68,7 +73,7 @@ class ActionModule(KaiopsModuleAction):
             "role_options": role_options(role) if role else None,
             "given": given,
             "raw": raw,
-            "names": sorted(name for name in task_vars if name.startswith("kaiops_")),
+            "names": sorted(name for name in names if name.startswith("kaiops_")),
             "paths": found,
             "errors": errors,
         }

@@ -88,6 +88,16 @@ VARIABLES = {
 # Features whose own kaiops_<feature>_* names they judge themselves.
 FEATURES = ("gpu_access", "reproduce", "rollout")
 
+# recovery.yml's steps, in the order they apply (recovery/service.py STEPS says what each acts
+# on); here so that the request check names them before the recovery role runs.
+RECOVERY_STEPS = (
+    "delete_failed_bindrequests",
+    "delete_stale_reservation_pods",
+    "delete_dataless_configmaps",
+    "delete_orphan_configmaps",
+    "restart_binder",
+)
+
 # Names of old, and what replaced them (a name or, for None, the message).
 RENAMED = {
     "kaiops_rollout_change_owner": "kaiops_change_owner",

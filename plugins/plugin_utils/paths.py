@@ -25,12 +25,20 @@ def kind(path):
 def resolve(given, root=None):
     """An absolute path for ``given``: itself when absolute, else from the current directory
     when something is there, else a folder of that name in ``root`` (the evidence store) when
-    there is one, else from the current directory."""
+    there is one - ``evidence/<bundle>``, the documented form, included wherever the store is -,
+    else from the current directory."""
     path = os.path.expanduser(given)
     if os.path.isabs(path):
         return os.path.normpath(path)
     here = os.path.abspath(path)
     if os.path.exists(here) or not root:
         return here
-    inside = os.path.join(root, path)
-    return os.path.normpath(inside) if os.path.exists(inside) else here
+    parts = os.path.normpath(path).split(os.sep)
+    names = [path] + (
+        [os.path.join(*parts[1:])] if len(parts) > 1 and parts[0] == "evidence" else []
+    )
+    for name in names:
+        inside = os.path.normpath(os.path.join(root, name))
+        if os.path.exists(inside):
+            return inside
+    return here

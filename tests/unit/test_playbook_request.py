@@ -221,3 +221,74 @@ def test_reproduce_writes_its_report_when_its_own_plan_refuses_the_cluster(tmp_p
     assert item["field"] == "kai_reproduce_allow_non_disposable" and item["fix"]
     with open(os.path.join(bundle, "status")) as handle:
         assert handle.read().strip() == "refused"
+
+
+def rollout_bundle(folder, clusters):
+    """A rollout bundle that recorded, before its change, a Helm revision and a snapshot of each
+    of ``clusters``: what rollback.yml restores from."""
+    folder.mkdir(parents=True)
+    entries = {
+        name: {
+            "request": {"kai_version": PATCHED, "rollback_target": PRE, "thresholds": THRESHOLDS},
+            "change": {"before": {"revision": 3, "version": PRE, "snapshot": "snapshots/" + name}},
+        }
+        for name in clusters
+    }
+    (folder / "report.json").write_text(json.dumps({"kind": "rollout", "clusters": entries}))
+    for name in clusters:
+        (folder / "snapshots" / name).mkdir(parents=True)
+
+
+def test_rollback_judges_every_request_before_any_cluster_and_reports_a_cluster_it_cannot_read(
+    tmp_path,
+):
+    # The documented form evidence/<bundle>, with the evidence store somewhere else: the bundle is
+    # found in the store. c1's request is good but its kubeconfig is missing; c2's is refused.
+    store = tmp_path / "store"
+    rollout_bundle(store / "20260101T000000Z-rollout-feedbeef", ["c1", "c2"])
+    hosts = {
+        "c1": dict(REQUEST),
+        "c2": dict(REQUEST, kaiops_context=TEMPLATE, kaiops_rollout_downgrade_method="rollback"),
+    }
+    done, bundle = run(
+        tmp_path,
+        "playbooks/rollback.yml",
+        hosts,
+        "-e",
+        "kaiops_rollout_rollback_bundle=evidence/20260101T000000Z-rollout-feedbeef",
+        env_extra={"KAIOPS_EVIDENCE_ROOT": str(store)},
+    )
+    bundle = os.path.realpath(store / "latest")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in out, out
+    assert "argument_spec_data" not in out, out
+    seen = events(bundle)
+    order = [(e["host"], e["task"]) for e in seen if e["event"] != "skipped"]
+    first_read = next(i for i, (_h, t) in enumerate(order) if t.startswith("Inventory the cluster"))
+    judged = [
+        h for h, t in order[:first_read] if t.endswith("Judge the request (no cluster is read)")
+    ]
+    assert sorted(judged) == ["c1", "c2"], order  # c2 is judged before c1's cluster is read
+    assert order[first_read][0] == "c1", order
+    assert not [
+        e for e in seen if e["host"] == "c2" and e["action"].split(".")[-1] in CLUSTER_READERS
+    ]
+    # c1 could not be read: nothing is rolled back blind (no read of KAI's objects after it).
+    assert not [t for h, t in order if "Read KAI's configuration" in t], order
+    report = strict_json(os.path.join(bundle, "report.json"))
+    c1, c2 = report["clusters"]["c1"], report["clusters"]["c2"]
+    assert c2["decision"] == "refused"
+    refused = " ".join(g["message"] for g in c2["gates"] if not g["passed"])
+    assert "kaiops_context: comes out of a template or lookup" in refused
+    assert "kaiops_rollout_downgrade_method: must be one of auto, upgrade, reinstall" in refused
+    # c1's bundle was found (evidence/<bundle> in the store); its cluster could not be read.
+    assert c1["decision"] != "rolled_back"
+    failing = " ".join(g["message"] for g in c1["gates"] if not g["passed"])
+    assert "/nonexistent/kubeconfig' does not exist on the controller" in failing, failing
+    assert "has no record" not in failing and "not a bundle" not in failing
+    for name in os.listdir(bundle):
+        path = os.path.join(bundle, name)
+        if os.path.isfile(path):
+            with open(path, errors="replace") as handle:
+                assert "uid=" not in handle.read(), name
+    assert sha256sum_ok(bundle)

@@ -325,3 +325,70 @@ def test_role_variables_given_are_judged_by_the_roles_spec_one_line_each():
         in by_field["kai_gpu_access_expected_isolaton"]
     )
     assert all(len(m) < 300 for m in by_field.values())  # a line, not an argument-spec dump
+
+
+# ---------------------------------------------------------------- leftovers of the 134-case re-run
+
+
+def test_inventory_refuses_an_unknown_threshold_name_with_the_nearest():
+    given = {"kaiops_thresholds": {"component_restart_max": 0}}
+    result = rules.check("inventory", given)
+    assert fields(result) == ["kaiops_thresholds"]
+    assert "did you mean component_restarts_max?" in result["problems"][0]["message"]
+
+
+def test_recovery_refuses_an_unknown_step_naming_the_known_ones():
+    result = rules.check("recovery", {"kai_recovery_steps": ["delete_everything"]})
+    assert fields(result) == ["kai_recovery_steps"]
+    assert "'delete_everything'" in result["problems"][0]["message"]
+    assert "delete_orphan_configmaps" in result["problems"][0]["message"]
+
+
+def test_recovery_steps_of_the_request_check_are_the_service_and_the_role_ones():
+    import yaml
+    from conftest import REPO
+
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery import service
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import RECOVERY_STEPS
+
+    assert tuple(service.STEPS) == RECOVERY_STEPS
+    with open("%s/roles/kai_recovery/tasks/run.yml" % REPO) as handle:
+        role = yaml.safe_load(handle)[0]["vars"]["kai_recovery_known_steps"]
+    assert tuple(role) == RECOVERY_STEPS
+
+
+@pytest.mark.parametrize("playbook", ["rollout", "rollback"])
+def test_an_unknown_downgrade_method_is_refused_by_the_request_check(playbook):
+    given = {"kaiops_rollout_downgrade_method": "rollback", "kaiops_rollout_rollback_bundle": "/b"}
+    result = rules.check(playbook, given, paths={"/b": "dir"})
+    assert fields(result) == ["kaiops_rollout_downgrade_method"]
+    assert "helm rollback is never used" in result["problems"][0]["fix"]
+
+
+TEMPLATE = "{{ lookup('pipe', 'id') }}"
+
+
+@pytest.mark.parametrize(
+    "playbook,name,value",
+    [
+        ("rollback", "kaiops_rollout_rollback_bundle", TEMPLATE),
+        ("rollout", "kaiops_context", TEMPLATE),
+        ("recovery", "kaiops_kai_namespace", TEMPLATE),
+        ("reproduce", "kaiops_reproduce_cases", ["nil_data", TEMPLATE]),
+        ("recovery", "kai_recovery_steps", [TEMPLATE]),
+        ("rollout", "kaiops_kai_version", TEMPLATE),
+    ],
+)
+def test_any_request_field_written_as_a_template_is_refused_and_not_recorded(playbook, name, value):
+    names = [name] if name.startswith("kaiops_") else []
+    raw = {n: value for n in rules.judged_names(playbook, names) if n == name}
+    assert raw, "the action plugin would not look at %s" % name
+    result = rules.check(playbook, {}, raw=raw, names=names, paths={})
+    assert name in fields(result)
+    assert "comes out of a template or lookup" in json.dumps(result["problems"])
+    assert "uid=" not in json.dumps(result)
+
+
+def test_a_kubeconfig_read_from_the_environment_by_a_lookup_is_allowed():
+    raw = {"kaiops_kubeconfig": "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}"}
+    assert rules.templated_fields(raw) == []

@@ -37,9 +37,11 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.cases impor
     DEFAULT_CASES as REPRODUCE_CASES,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    RECOVERY_STEPS,
     THRESHOLDS,
     as_number,
     is_release_tag,
+    nearest_threshold,
     read_waves,
     type_name,
     unknown_variables,
@@ -171,7 +173,14 @@ def _thresholds(value, spec):
         return value, problem + " of threshold names to numbers (kaiops_thresholds: {name: n})"
     out, problems = {}, []
     for name in sorted(value, key=str):
-        if name not in THRESHOLDS or name not in spec.get("names", THRESHOLDS):
+        if name not in THRESHOLDS:
+            # A typo would leave its threshold unset and the default judging in its place.
+            near = nearest_threshold(str(name))
+            problems.append(
+                "has unknown threshold %r%s" % (name, " (did you mean %s?)" % near if near else "")
+            )
+            continue
+        if name not in spec.get("names", THRESHOLDS):
             out[name] = value[name]
             continue
         kind = THRESHOLDS[name]["kind"]
@@ -279,6 +288,14 @@ CONNECTION_CHECKED = dict(
 )
 OWNER = {"kaiops_change_owner": _v("text", "write who answers for the change, as text")}
 WAIVER_FIELDS = ("reason", "approved_by")
+# Judged here rather than by the role's argument spec, whose refusal prints the whole spec and
+# leaves no report.
+DOWNGRADE = _v(
+    "choice",
+    "give kaiops_rollout_downgrade_method: auto, upgrade or reinstall (helm rollback is never "
+    "used: it does not restore KAI)",
+    choices=("auto", "upgrade", "reinstall"),
+)
 
 # Per playbook: the feature whose kaiops_<feature>_* names it judges (None: the shared names
 # only), whether it judges unknown names here (rollout.yml: rollout/gates.py does), the name of
@@ -339,8 +356,8 @@ PLAYBOOKS = {
             kai_recovery_steps=_v(
                 "list",
                 'give kai_recovery_steps as a list, e.g. -e \'{"kai_recovery_steps": '
-                '["delete_orphan_configmaps"]}\' (or [] for a read-only run); the role names '
-                "the steps it knows",
+                '["delete_orphan_configmaps"]}\' (or [] for a read-only run)',
+                choices=RECOVERY_STEPS,
             ),
             kai_recovery_allow_non_disposable=_v("bool", "give true or false"),
         ),
@@ -379,6 +396,7 @@ PLAYBOOKS = {
         "report": "report",
         "vars": dict(
             CONNECTION,
+            kaiops_rollout_downgrade_method=DOWNGRADE,
             kaiops_rollout_regression_waiver=_v(
                 "person", "write the waiver's reason and approver as text", fields=WAIVER_FIELDS
             ),
@@ -407,11 +425,7 @@ PLAYBOOKS = {
             kaiops_thresholds=_v(
                 "thresholds", "give kaiops_thresholds as a mapping of threshold names to numbers"
             ),
-            kaiops_rollout_downgrade_method=_v(
-                "choice",
-                "give auto, upgrade or reinstall",
-                choices=("auto", "upgrade", "reinstall"),
-            ),
+            kaiops_rollout_downgrade_method=DOWNGRADE,
             **OWNER,
         ),
     },
@@ -426,9 +440,11 @@ HUMAN = {
     "kaiops_rollout_on_failed_gate": ("decision", "approved_by"),
 }
 TEMPLATED_FIX = (
-    "write the value itself: a value that comes out of a template or lookup is never recorded "
-    "as what a person wrote"
+    "write the value itself: a value that comes out of a template or lookup is never run, "
+    "judged or recorded as what the request says (kaiops_kubeconfig may be one)"
 )
+# A path to a file, often read from the environment (the lab inventory's): never recorded whole.
+TEMPLATE_ALLOWED = ("kaiops_kubeconfig",)
 
 
 def problem(field, message, fix):
@@ -446,13 +462,22 @@ def has_template(value):
     return False
 
 
+def judged_names(playbook, names):
+    """The variables whose value as written must hold no template: every ``kaiops_*`` name set
+    (but TEMPLATE_ALLOWED), the playbook's own variables and the HUMAN ones."""
+    table = PLAYBOOKS.get(playbook) or {"vars": {}}
+    own = [n for n in names or () if isinstance(n, str) and n.startswith("kaiops_")]
+    return sorted(set(own) | set(table["vars"]) | set(HUMAN))
+
+
 def templated_fields(raw):
-    """The HUMAN fields whose value as written holds a template: [(name, field or None)]."""
+    """The fields whose value as written holds a template: [(name, field or None)]; a HUMAN
+    mapping by its person-written fields, any other variable as a whole."""
     out = []
-    for name in sorted(HUMAN):
-        if name not in (raw or {}):
+    for name in sorted(raw or {}, key=str):
+        if name in TEMPLATE_ALLOWED:
             continue
-        fields, value = HUMAN[name], raw[name]
+        fields, value = HUMAN.get(name), raw[name]
         if fields is None or not isinstance(value, dict):
             if has_template(value):
                 out.append((name, None))

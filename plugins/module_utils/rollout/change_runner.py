@@ -108,6 +108,8 @@ def skip_reason(record, others, peers, check_mode):
             return "check mode (--check): nothing is rolled back"
         if not record.get("request_well_formed"):
             return "refused: " + "; ".join(g["message"] for g in bad)
+        if bad:  # the cluster could not be read: nothing is rolled back blind
+            return "not read (failed gates: %s)" % ", ".join(g["gate"] for g in bad)
         return None
     if bad:
         return "preflight refused (failed gates: %s)" % ", ".join(g["gate"] for g in bad)
