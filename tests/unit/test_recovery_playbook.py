@@ -276,7 +276,7 @@ def test_recovery_without_kai_says_what_it_cannot_see(tmp_path):
 def test_recovery_validates_options_before_any_request(tmp_path):
     api = WritableFakeAPI(cluster(), str(tmp_path / "evidence")).start()
     try:
-        done, _bundle = recovery_run(
+        done, bundle = recovery_run(
             tmp_path,
             api,
             "-e",
@@ -286,8 +286,9 @@ def test_recovery_validates_options_before_any_request(tmp_path):
         api.stop()
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
-    assert "kai_recovery_steps has unknown steps ['delete_everything']" in out
-    assert "kai_recovery_namespaces has invalid namespace names ['Team_A']" in out
+    # The request check refuses the unknown step first, with recovery's report (issue 23).
+    assert "kai_recovery_steps: has unknown 'delete_everything': use some of" in out
+    assert os.path.isfile(os.path.join(bundle, "recovery.md"))
     assert api.requests == []
 
 
