@@ -292,3 +292,21 @@ def test_rollback_judges_every_request_before_any_cluster_and_reports_a_cluster_
             with open(path, errors="replace") as handle:
                 assert "uid=" not in handle.read(), name
     assert sha256sum_ok(bundle)
+
+
+def test_rollout_and_rollback_name_the_evidence_store_fix_when_it_cannot_hold_a_bundle(tmp_path):
+    root = tmp_path / "evidence-file"
+    root.write_text("not a folder\n")
+    for playbook in ("rollout.yml", "playbooks/rollback.yml"):
+        done, _bundle = run(
+            tmp_path,
+            playbook,
+            {"c1": dict(REQUEST)},
+            "-e",
+            "kaiops_rollout_rollback_bundle=/nonexistent",
+            env_extra={"KAIOPS_EVIDENCE_ROOT": str(root)},
+        )
+        out = done.stdout + done.stderr
+        assert done.returncode == 2 and "Traceback" not in out, out
+        assert "KAIOPS_EVIDENCE_ROOT=<dir>" in out, (playbook, out)
+        assert "TASK [kaiops.runbooks.kai_inventory" not in out, (playbook, out)

@@ -83,9 +83,16 @@ def run_rollout_refusal(module):
     refusal = {k: params.get(k) for k in ("problems", "request", "operation")}
     if not params.get("evidence_dir"):
         found = pipeline.refused_record(params.get("cluster"), refusal)
+        # Each problem with its fix: the evidence store's own says how to point it elsewhere.
         raise KaiopsError(
             "Rollout refused for %s: %s (no evidence bundle to record it in)"
-            % (params.get("cluster"), "; ".join(g["message"] for g in found["gates"]))
+            % (
+                params.get("cluster"),
+                "; ".join(
+                    "%s (fix: %s)" % (g["message"], g["fix"]) if g.get("fix") else g["message"]
+                    for g in found["gates"]
+                ),
+            )
         )
     record = RolloutRecord(params["evidence_dir"], params.get("cluster")).add("refusal", refusal)
     _exit(module, record, message=gates.refusal_message(record["cluster"], record["gates"]))
