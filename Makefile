@@ -168,7 +168,7 @@ drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, r
 	p95=$$($(PY) -c 'import json,sys; c=json.load(open(sys.argv[1]))["clusters"]; print(max([((x.get("change") or {}).get("figures") or {}).get("verify", {}).get("submit_to_running", {}).get("p95_s") or 0 for x in c.values()] or [0]))' "$$report/report.json" 2>/dev/null || echo 0); \
 	if [ -n "$$damaged" ]; then \
 	  name=recovery; step "recovery.yml on $$damaged (window from the rollout's submit-to-Running p95 $${p95}s)" ap playbooks/recovery.yml \
-	    -e '{"kai_recovery_steps": $(DRILL_RECOVERY_STEPS), "kai_recovery_min_age_s": 0, "kai_recovery_window_multiplier": 10, "kai_recovery_window_floor_s": $(DRILL_RECOVERY_FLOOR_S)}' \
+	    -e '{"kaiops_recovery_steps": $(DRILL_RECOVERY_STEPS), "kai_recovery_min_age_s": 0, "kai_recovery_window_multiplier": 10, "kai_recovery_window_floor_s": $(DRILL_RECOVERY_FLOOR_S)}' \
 	    -e "{\"kai_recovery_namespaces\": [\"$$damaged\"], \"kai_recovery_window_baseline_s\": $${p95:-0}, \"kai_recovery_window_baseline_source\": \"rollout verification p95, $$(basename $$report)\"}"; \
 	  recovery="$$(readlink -f "$$root/latest")"; \
 	  kubectl delete namespace "$$damaged" --wait=false >/dev/null 2>&1; \

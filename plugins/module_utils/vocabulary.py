@@ -84,9 +84,12 @@ VARIABLES = {
     "(needs kaiops_reproduce_override_reason)",
     "kaiops_reproduce_override_reason": "why fixtures may be planted on a cluster not marked "
     "disposable (recorded; written by a person, never a template)",
+    # recovery.yml.
+    "kaiops_recovery_steps": "the recovery steps to apply, each off unless listed (default []: "
+    "read-only)",
 }
 # Features whose own kaiops_<feature>_* names they judge themselves.
-FEATURES = ("gpu_access", "reproduce", "rollout")
+FEATURES = ("gpu_access", "recovery", "reproduce", "rollout")
 
 # recovery.yml's steps, in the order they apply (recovery/service.py STEPS says what each acts
 # on); here so that the request check names them before the recovery role runs.

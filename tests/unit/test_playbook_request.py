@@ -164,13 +164,13 @@ def test_recovery_refuses_steps_given_as_one_string_and_a_typo(tmp_path):
     done, bundle = run(
         tmp_path,
         "playbooks/recovery.yml",
-        {"c1": {"kaiops_kubeconfig": kubeconfig(tmp_path), "kaiops_recovery_steps": []}},
+        {"c1": {"kaiops_kubeconfig": kubeconfig(tmp_path), "kaiops_recovery_step": []}},
         "-e",
-        "kai_recovery_steps=delete_orphan_configmaps",
+        "kaiops_recovery_steps=delete_orphan_configmaps",
     )
     out = assert_refused_before_any_cluster(done, bundle)
-    assert "kai_recovery_steps: must be a list, got a string" in out
-    assert "did you mean kai_recovery_steps?" in out
+    assert "kaiops_recovery_steps: must be a list, got a string" in out
+    assert "did you mean kaiops_recovery_steps?" in out
     assert os.path.isfile(os.path.join(bundle, "recovery.md"))
 
 

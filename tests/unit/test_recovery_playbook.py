@@ -132,7 +132,7 @@ def run_playbook_recovery(tmp_path, kubeconfig, *args):
 
 STEPS = json.dumps(
     {
-        "kai_recovery_steps": [
+        "kaiops_recovery_steps": [
             "delete_failed_bindrequests",
             "delete_stale_reservation_pods",
             "delete_orphan_configmaps",
@@ -206,6 +206,8 @@ def test_enabled_steps_with_nothing_to_act_on_still_watch_the_window(tmp_path):
     finally:
         api.stop()
     assert done.returncode == 0, done.stdout + done.stderr
+    # The role's own name, given before kaiops_recovery_steps existed, still applies its steps.
+    assert "kai_recovery_steps is deprecated: give kaiops_recovery_steps instead" in done.stderr
     assert api.deletes == []
     observation = json.load(open(os.path.join(bundle, "recovery.json")))["clusters"]["c1"][
         "observation"

@@ -146,7 +146,7 @@ def test_serial_keeps_valid_waves():
     ("playbook", "typo", "nearest"),
     [
         ("reproduce", "kaiops_reproduce_windw_s", "kaiops_reproduce_window_s"),
-        ("recovery", "kaiops_recovery_steps", "kai_recovery_steps"),
+        ("recovery", "kaiops_recovery_step", "kaiops_recovery_steps"),
         (
             "gpu_access",
             "kaiops_gpu_access_expected_isolaton",
@@ -338,8 +338,8 @@ def test_inventory_refuses_an_unknown_threshold_name_with_the_nearest():
 
 
 def test_recovery_refuses_an_unknown_step_naming_the_known_ones():
-    result = rules.check("recovery", {"kai_recovery_steps": ["delete_everything"]})
-    assert fields(result) == ["kai_recovery_steps"]
+    result = rules.check("recovery", {"kaiops_recovery_steps": ["delete_everything"]})
+    assert fields(result) == ["kaiops_recovery_steps"]
     assert "'delete_everything'" in result["problems"][0]["message"]
     assert "delete_orphan_configmaps" in result["problems"][0]["message"]
 
@@ -375,7 +375,7 @@ TEMPLATE = "{{ lookup('pipe', 'id') }}"
         ("rollout", "kaiops_context", TEMPLATE),
         ("recovery", "kaiops_kai_namespace", TEMPLATE),
         ("reproduce", "kaiops_reproduce_cases", ["nil_data", TEMPLATE]),
-        ("recovery", "kai_recovery_steps", [TEMPLATE]),
+        ("recovery", "kaiops_recovery_steps", [TEMPLATE]),
         ("rollout", "kaiops_kai_version", TEMPLATE),
     ],
 )
@@ -392,3 +392,12 @@ def test_any_request_field_written_as_a_template_is_refused_and_not_recorded(pla
 def test_a_kubeconfig_read_from_the_environment_by_a_lookup_is_allowed():
     raw = {"kaiops_kubeconfig": "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}"}
     assert rules.templated_fields(raw) == []
+
+
+def test_the_roles_own_recovery_steps_name_is_judged_and_deprecated():
+    given = {"kai_recovery_steps": ["delete_orphan_configmaps"]}
+    assert rules.check("recovery", given)["passed"]
+    assert rules.deprecations(given) == [
+        ("kai_recovery_steps is deprecated: give kaiops_recovery_steps instead", "1.0.0")
+    ]
+    assert rules.deprecations({"kaiops_recovery_steps": []}) == []

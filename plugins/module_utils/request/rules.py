@@ -288,6 +288,12 @@ CONNECTION_CHECKED = dict(
 )
 OWNER = {"kaiops_change_owner": _v("text", "write who answers for the change, as text")}
 WAIVER_FIELDS = ("reason", "approved_by")
+STEPS = _v(
+    "list",
+    'give kaiops_recovery_steps as a list, e.g. -e \'{"kaiops_recovery_steps": '
+    '["delete_orphan_configmaps"]}\' (or [] for a read-only run)',
+    choices=RECOVERY_STEPS,
+)
 # Judged here rather than by the role's argument spec, whose refusal prints the whole spec and
 # leaves no report.
 DOWNGRADE = _v(
@@ -353,12 +359,10 @@ PLAYBOOKS = {
         "role": "kai_recovery",
         "vars": dict(
             CONNECTION_CHECKED,
-            kai_recovery_steps=_v(
-                "list",
-                'give kai_recovery_steps as a list, e.g. -e \'{"kai_recovery_steps": '
-                '["delete_orphan_configmaps"]}\' (or [] for a read-only run)',
-                choices=RECOVERY_STEPS,
-            ),
+            kaiops_recovery_steps=STEPS,
+            # The role's own name, read before kaiops_recovery_steps existed: still judged (and
+            # applied), with a deprecation warning from the request check.
+            kai_recovery_steps=STEPS,
             kai_recovery_allow_non_disposable=_v("bool", "give true or false"),
         ),
     },
@@ -445,6 +449,21 @@ TEMPLATED_FIX = (
 )
 # A path to a file, often read from the environment (the lab inventory's): never recorded whole.
 TEMPLATE_ALLOWED = ("kaiops_kubeconfig",)
+
+
+# Names still read, with the name that replaces them: the request check warns.
+DEPRECATED = {
+    "kai_recovery_steps": ("kaiops_recovery_steps", "1.0.0"),
+}
+
+
+def deprecations(given):
+    """[(message, removal version)] for each deprecated name given."""
+    return [
+        ("%s is deprecated: give %s instead" % (old, new), version)
+        for old, (new, version) in sorted(DEPRECATED.items())
+        if old in (given or {})
+    ]
 
 
 def problem(field, message, fix):

@@ -54,6 +54,8 @@ def run_request(module, now=None):
             ],
         )
         module.exit_json(changed=False, evidence_dir=root, files=files, decision="refused")
+    for text, version in rules.deprecations(params.get("given")):
+        module.deprecate(text, version=version, collection_name="kaiops.runbooks")
     result = rules.check(
         playbook,
         params.get("given") or {},
