@@ -21,7 +21,9 @@ description:
   - Finding kinds. V(failed_bind) a pod with annotation C(gpu-fraction), Pending and unbound, with
     condition C(PodBound=False) or a failed BindRequest. V(failed_bindrequest) a BindRequest in
     phase C(Failed). V(stale_reservation_pod) a pod in the reservation namespace whose
-    C(runai-gpu-group) no live bound pod uses. V(orphan_configmap) a GPU-sharing ConfigMap (named
+    C(runai-gpu-group) no live bound pod uses. V(duplicate_reservation_pod) a second live
+    reservation pod of a GPU group an older one holds (KAI-Scheduler issue 1673).
+    V(orphan_configmap) a GPU-sharing ConfigMap (named
     C(<prefix>-<index>) or C(<prefix>-<index>-evar) after a pod's C(runai/shared-gpu-configmap)
     annotation, or owned by exactly one Pod) whose owner pod is gone or not bound.
     V(unbound_group_pod) a pod with a C(runai-gpu-group) label and no nodeName.

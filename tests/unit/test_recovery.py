@@ -14,6 +14,7 @@ from fakeapi import FakeClient
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import (
+    _finding_outcome,
     derive_window,
     observe,
     plan,
@@ -328,6 +329,29 @@ def test_find_min_age_spares_a_bind_in_progress():
     assert "stale_reservation_pod" not in kinds and "orphan_configmap" not in kinds
 
 
+def test_find_a_second_reservation_pod_of_one_gpu_group_whatever_its_age():
+    # KAI-Scheduler #1673: two reservation pods for group g2, the second made a moment ago. The
+    # healthy cluster (one per group) has no such finding.
+    assert not [f for f in found()[1]["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    second = pod(
+        "gpu-reservation-node-2-x7k2q",
+        ns="kai-resource-reservation",
+        node="node-2",
+        phase="Running",
+        labels={"runai-gpu-group": "g2"},
+        created="2026-11-30T11:59:58Z",
+    )
+    _raw, result, _client = found(CLUSTER + [second])
+    dup = by_id(result)[
+        "duplicate_reservation_pod:kai-resource-reservation/gpu-reservation-node-2-x7k2q"
+    ]
+    assert dup["gpu_group"] == "g2" and dup["step"] is None
+    assert dup["first"] == "kai-resource-reservation/gpu-reservation-g2"
+    assert "2 live reservation pods hold this group" in dup["evidence"][0]
+    kinds = [f["kind"] for f in result["findings"]]
+    assert kinds.count("duplicate_reservation_pod") == 1  # the older one is not a duplicate
+
+
 def test_find_scope_limits_namespaces():
     _raw, result, _client = found(namespaces=["kai-resource-reservation"])
     assert [f["kind"] for f in result["findings"]] == ["stale_reservation_pod"]
@@ -489,3 +513,20 @@ def test_observe_nothing_changed_is_not_recovered():
     assert verdicts["failed_bind:team-a/train-0"] == "not_recovered"
     assert verdicts["orphan_configmap:team-a/train-0-shared-0"] == "not_recovered"
     assert obs["pending"] == 4
+
+
+def test_a_duplicate_reservation_pod_recovers_only_when_it_is_gone():
+    second = pod(
+        "gpu-reservation-node-2-x7k2q",
+        ns="kai-resource-reservation",
+        node="node-2",
+        phase="Running",
+        labels={"runai-gpu-group": "g2"},
+        uid="dup-1",
+    )
+    _raw, result, _client = found(CLUSTER + [second])
+    (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    seen_still = {"by_uid": {"dup-1": second}, "deleted": {}, "read_at": NOW, "groups_in_use": {}}
+    seen_gone = {"by_uid": {}, "deleted": {}, "read_at": NOW, "groups_in_use": {}}
+    assert _finding_outcome(dup, seen_still)[0] == "not_recovered"
+    assert _finding_outcome(dup, seen_gone)[0] != "not_recovered"

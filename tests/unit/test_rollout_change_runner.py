@@ -2,11 +2,14 @@
 reads the record from the run's journal and appends one entry), the evidence store's earlier runs
 and rehearsals, the snapshot folder, restore against a fake client."""
 
+import copy
 import json
 import tempfile
 
 import pytest
 from conftest import PATCHED, PRE, THRESHOLDS, ExitJson
+from fakeapi import FakeClient
+from test_recovery import CLUSTER, pod
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     build_manifest,
@@ -741,3 +744,35 @@ def test_admit_reads_no_cluster_for_a_malformed_request(fake_module, tmp_path):
         assert done.value.result["well_formed"] is well_formed
         steps = RolloutRecord(str(tmp_path), name).record()["steps"]
         assert [s["status"] for s in steps] == ([] if well_formed else ["not_run", "not_run"])
+
+
+def test_a_new_second_reservation_pod_of_a_group_counts_in_stale_objects():
+    # KAI-Scheduler #1673 after a change: the recovery scan's duplicate reservation pod is one
+    # of the stale objects the change left, whatever its age.
+    second = pod(
+        "gpu-reservation-node-2-x7k2q",
+        ns="kai-resource-reservation",
+        node="node-2",
+        phase="Running",
+        labels={"runai-gpu-group": "g2"},
+        created="2099-01-01T00:00:00Z",
+        uid="dup-1",
+    )
+    params = {
+        "cluster": "lab",
+        "phase": "verify",
+        "run_id": "r1",
+        "kai_namespace": "kai-scheduler",
+        "reservation_namespace": "kai-resource-reservation",
+        "stale_min_age_s": 300,
+        "stale_baseline": [],
+    }
+    run = CR.ProbeRun(FakeClient(objects=copy.deepcopy(CLUSTER)), params)
+    before, _raw = run.scan()
+    run = CR.ProbeRun(FakeClient(objects=copy.deepcopy(CLUSTER + [second])), params)
+    after, _raw = run.scan()
+    stale = run._stale_objects(before, after, [])
+    assert stale["new_since_change"] == [
+        "duplicate_reservation_pod:kai-resource-reservation/gpu-reservation-node-2-x7k2q"
+    ]
+    assert stale["count"] == 1

@@ -322,6 +322,14 @@ def _stale_reservation_outcome(finding, current, seen):
     return "not_recovered", None, "still there, its GPU group unused"
 
 
+def _duplicate_reservation_outcome(finding, current, seen):
+    """A second reservation pod of one GPU group: recovered only when it is gone (no step
+    deletes it; a person or KAI may)."""
+    if current is None:
+        return _gone(finding["object"], seen["deleted"], seen["read_at"])
+    return "not_recovered", None, "still there: its GPU group has two reservation pods"
+
+
 def _dataless_configmap_outcome(finding, current, owner):
     """A data-less ConfigMap deleted so the work could bind: it recovers when its pod is bound."""
     if owner is not None and is_bound(owner):
@@ -367,6 +375,7 @@ OUTCOME_RULES = dict(
     {kind: _pod_work_outcome for kind in POD_WORK_KINDS},
     failed_bindrequest=_bindrequest_outcome,
     stale_reservation_pod=_stale_reservation_outcome,
+    duplicate_reservation_pod=_duplicate_reservation_outcome,
     orphan_configmap=_orphan_configmap_outcome,
 )
 

@@ -57,7 +57,12 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request im
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 
-STALE_KINDS = ("stale_reservation_pod", "orphan_configmap", "unbound_group_pod")
+STALE_KINDS = (
+    "stale_reservation_pod",
+    "duplicate_reservation_pod",
+    "orphan_configmap",
+    "unbound_group_pod",
+)
 # A cluster whose change ended so stops the waves after it.
 STOPPING = ("rolled_back", "rollback_failed", "paused", "failed")
 # An inventory that read nothing: RBAC is not read either.

@@ -130,6 +130,15 @@ class Context(object):
         for br in self.failed_brs:
             pod_key = "%s/%s" % (meta(br).get("namespace"), (br.get("spec") or {}).get("podName"))
             self.failed_by_pod.setdefault(pod_key, []).append(br)
+        # GPU group -> its live reservation pods, oldest first: KAI makes one per group (its
+        # name is deterministic since v0.16.0); a second one is KAI-Scheduler #1673's state.
+        self.reservations = {}
+        for pod in sorted(
+            self.pods, key=lambda p: (meta(p).get("creationTimestamp") or "", key(p))
+        ):
+            group = labels(pod).get(GPU_GROUP_LABEL)
+            if group and meta(pod).get("namespace") == reservation_namespace and is_live(pod):
+                self.reservations.setdefault(group, []).append(pod)
         self.failed_groups = {}  # group -> classification of the failed bind that left it
         self.failed_pods = {}  # pod uid -> its failed_bind finding
         self.seen_configmaps = set()
@@ -354,6 +363,30 @@ def rule_failed_bindrequest(br, ctx):
 # ---------------------------------------------------------------- reservation pods
 
 
+def rule_duplicate_reservation_pod(pod, ctx):
+    """A reservation pod of a GPU group that an older live one already holds (#1673): found
+    whatever its age, since no bind ever needs two. No step acts on it: which one the group's
+    pods really use is for a person to decide."""
+    group = labels(pod).get(GPU_GROUP_LABEL)
+    held = ctx.reservations.get(group) or []
+    if len(held) < 2 or key(held[0]) == key(pod):
+        return None
+    evidence = [
+        "label %s=%s; %d live reservation pods hold this group: %s"
+        % (GPU_GROUP_LABEL, group, len(held), ", ".join(meta(p).get("name") for p in held)),
+        "KAI makes one reservation pod per GPU group (deterministic names since v0.16.0); two "
+        "is KAI-Scheduler #1673's state, where the group's fraction pods stay Pending",
+    ]
+    return finding(
+        "duplicate_reservation_pod",
+        pod,
+        UNDETERMINED,
+        evidence,
+        gpu_group=group,
+        first=key(held[0]),
+    )
+
+
 def rule_stale_reservation_pod(pod, ctx):
     """A reservation pod whose GPU group no live bound pod uses."""
     group = labels(pod).get(GPU_GROUP_LABEL)
@@ -504,7 +537,7 @@ def rule_orphan_configmap(cm, ctx):
 FINDING_RULES = (
     (pending_pods, (rule_failed_bind, rule_unbound_group_pod, rule_pending_unschedulable)),
     (failed_bind_requests, (rule_failed_bindrequest,)),
-    (reservation_pods, (rule_stale_reservation_pod,)),
+    (reservation_pods, (rule_duplicate_reservation_pod, rule_stale_reservation_pod)),
     (sharing_configmaps, (rule_orphan_configmap,)),
 )
 
@@ -514,6 +547,7 @@ FINDING_KINDS = {
     "unbound_group_pod": rule_unbound_group_pod,
     "pending_unschedulable": rule_pending_unschedulable,
     "failed_bindrequest": rule_failed_bindrequest,
+    "duplicate_reservation_pod": rule_duplicate_reservation_pod,
     "stale_reservation_pod": rule_stale_reservation_pod,
     "orphan_configmap": rule_orphan_configmap,
 }
