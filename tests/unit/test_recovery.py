@@ -329,18 +329,25 @@ def test_find_min_age_spares_a_bind_in_progress():
     assert "stale_reservation_pod" not in kinds and "orphan_configmap" not in kinds
 
 
-def test_find_a_second_reservation_pod_of_one_gpu_group_whatever_its_age():
-    # KAI-Scheduler #1673: two reservation pods for group g2, the second made a moment ago. The
-    # healthy cluster (one per group) has no such finding.
-    assert not [f for f in found()[1]["findings"] if f["kind"] == "duplicate_reservation_pod"]
-    second = pod(
+def second_reservation_pod(created=OLD, uid=None):
+    """KAI-Scheduler #1673's state: a second live reservation pod for group g2 (pre-v0.16.0
+    name), beside CLUSTER's gpu-reservation-g2."""
+    return pod(
         "gpu-reservation-node-2-x7k2q",
         ns="kai-resource-reservation",
         node="node-2",
         phase="Running",
         labels={"runai-gpu-group": "g2"},
-        created="2026-11-30T11:59:58Z",
+        created=created,
+        uid=uid,
     )
+
+
+def test_find_a_second_reservation_pod_of_one_gpu_group_whatever_its_age():
+    # KAI-Scheduler #1673: two reservation pods for group g2, the second made a moment ago. The
+    # healthy cluster (one per group) has no such finding.
+    assert not [f for f in found()[1]["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    second = second_reservation_pod(created="2026-11-30T11:59:58Z")
     _raw, result, _client = found(CLUSTER + [second])
     dup = by_id(result)[
         "duplicate_reservation_pod:kai-resource-reservation/gpu-reservation-node-2-x7k2q"
@@ -516,14 +523,7 @@ def test_observe_nothing_changed_is_not_recovered():
 
 
 def test_a_duplicate_reservation_pod_recovers_only_when_it_is_gone():
-    second = pod(
-        "gpu-reservation-node-2-x7k2q",
-        ns="kai-resource-reservation",
-        node="node-2",
-        phase="Running",
-        labels={"runai-gpu-group": "g2"},
-        uid="dup-1",
-    )
+    second = second_reservation_pod(uid="dup-1")
     _raw, result, _client = found(CLUSTER + [second])
     (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]
     seen_still = {"by_uid": {"dup-1": second}, "deleted": {}, "read_at": NOW, "groups_in_use": {}}

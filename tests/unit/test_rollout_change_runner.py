@@ -9,7 +9,7 @@ import tempfile
 import pytest
 from conftest import PATCHED, PRE, THRESHOLDS, ExitJson
 from fakeapi import FakeClient
-from test_recovery import CLUSTER, pod
+from test_recovery import CLUSTER, second_reservation_pod
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     build_manifest,
@@ -749,15 +749,7 @@ def test_admit_reads_no_cluster_for_a_malformed_request(fake_module, tmp_path):
 def test_a_new_second_reservation_pod_of_a_group_counts_in_stale_objects():
     # KAI-Scheduler #1673 after a change: the recovery scan's duplicate reservation pod is one
     # of the stale objects the change left, whatever its age.
-    second = pod(
-        "gpu-reservation-node-2-x7k2q",
-        ns="kai-resource-reservation",
-        node="node-2",
-        phase="Running",
-        labels={"runai-gpu-group": "g2"},
-        created="2099-01-01T00:00:00Z",
-        uid="dup-1",
-    )
+    second = second_reservation_pod(created="2099-01-01T00:00:00Z", uid="dup-1")
     params = {
         "cluster": "lab",
         "phase": "verify",
