@@ -55,6 +55,10 @@ VARIABLES = {
     "kaiops_rollout_probes": "number of probes on the real node (default 1)",
     "kaiops_rollout_kwok_probes": "number of probes on KWOK nodes (default 0)",
     "kaiops_rollout_kwok_placement": "placement (spec) of the KWOK probes",
+    "kaiops_rollout_gang_probes": "number of gang probes, PodGroups of 2 fraction pods with "
+    "minMember 2, where the other probes run (default 1; 0 turns gang_bound off)",
+    "kaiops_rollout_burst_probes": "number of burst pods, 0.5 GPU each created at once on the "
+    "KWOK node with the most GPUs, as KAI-Scheduler #2153 (default 0: off)",
     "kaiops_rollout_governance": "{refuse_broad_grants: true} to refuse a cluster where a "
     "broad grant is flagged (default: report only)",
     "kaiops_rollout_rollback_bundle": "rollback.yml: the rollout bundle to restore from",

@@ -69,6 +69,20 @@ options:
       - Placement of the KWOK probes; default nodeSelector C(type=kwok) with KWOK's toleration.
     type: dict
     default: {}
+  gang_probes:
+    description:
+      - Gang probes - PodGroups of 2 fraction pods with C(minMember=2) that KAI must place
+        together - where the other probes run (on KWOK nodes when O(kwok_probes) is above 0).
+      - Each has gate C(gang_bound); 0 turns it off.
+    type: int
+    default: 1
+  burst_probes:
+    description:
+      - Burst pods, 0.5 GPU each, created at once on the KWOK node with the most GPUs, the shape
+        of KAI-Scheduler issue 2153; gate C(burst_bound). 0 turns it off.
+      - At most twice the GPUs that node has free, or pods stay Pending and the gate fails.
+    type: int
+    default: 0
   image:
     description: Image of the probes.
     type: str
@@ -166,6 +180,8 @@ def argspec():
             "probe_placement": {"type": "dict", "default": {}},
             "kwok_probes": {"type": "int", "default": 0},
             "kwok_placement": {"type": "dict", "default": {}},
+            "gang_probes": {"type": "int", "default": 1},
+            "burst_probes": {"type": "int", "default": 0},
             "image": {"type": "str", "default": "kaiops.dev/gpuprobe:0.1.0"},
             "settle_s": {"type": "int", "default": 30},
             "stale_min_age_s": {"type": "int", "default": 300},

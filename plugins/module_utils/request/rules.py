@@ -401,6 +401,28 @@ PLAYBOOKS = {
         "vars": dict(
             CONNECTION,
             kaiops_rollout_downgrade_method=DOWNGRADE,
+            kaiops_rollout_probes=_v(
+                "number", "give a whole number of GPU probes, 0 to 16", min=0, max=16, whole=True
+            ),
+            kaiops_rollout_kwok_probes=_v(
+                "number", "give a whole number of KWOK probes, 0 to 64", min=0, max=64, whole=True
+            ),
+            kaiops_rollout_gang_probes=_v(
+                "number",
+                "give a whole number of gang probes (PodGroups of 2 pods), 0 to 8; 0 turns the "
+                "gang_bound gate off",
+                min=0,
+                max=8,
+                whole=True,
+            ),
+            kaiops_rollout_burst_probes=_v(
+                "number",
+                "give a whole number of burst pods (0.5 GPU each on one KWOK node), 0 (off) to "
+                "64; at most twice the GPUs that node has free",
+                min=0,
+                max=64,
+                whole=True,
+            ),
             kaiops_rollout_regression_waiver=_v(
                 "person", "write the waiver's reason and approver as text", fields=WAIVER_FIELDS
             ),

@@ -85,6 +85,90 @@ def _failed_binds_problem(figures, thresholds):
     return None
 
 
+def _requested(key):
+    return lambda f: bool(((f.get(key) or {}).get("requested")) or 0)
+
+
+def _gang_problem(figures, thresholds):
+    g = figures.get("gangs")
+    window = figures.get("window_s")
+    if not g:
+        return "gang probe: not measured"
+    if g.get("count", 0) < g["requested"]:
+        return "gang probe: %s of %s gangs were submitted" % (g.get("count"), g["requested"])
+    if g.get("bound", 0) < g["requested"]:
+        return (
+            "%s of %s gangs (PodGroup minMember %s) had every pod bound within %s s "
+            "(%s of %s pods bound): KAI did not schedule the gang"
+            % (
+                g.get("bound"),
+                g["requested"],
+                g.get("size"),
+                window,
+                g.get("members_bound"),
+                g.get("members"),
+            )
+        )
+    return None
+
+
+def _burst_problem(figures, thresholds):
+    b = figures.get("burst") or {}
+    if not b.get("node"):
+        return "burst probe: no data (no KWOK node with GPUs to send it to)"
+    if b.get("of", 0) < b["requested"]:
+        return "burst probe: %s of %s pods were submitted" % (b.get("of"), b["requested"])
+    if b.get("bound", 0) < b["requested"]:
+        return (
+            "%s of %s burst pods (0.5 GPU each, created at once on %s, %s GPUs) bound within %s s"
+            % (
+                b.get("bound"),
+                b["requested"],
+                b.get("node"),
+                b.get("node_gpus"),
+                figures.get("window_s"),
+            )
+        )
+    return None
+
+
+def _portions_problem(figures, thresholds):
+    d = figures.get("device_portions")
+    if not d:
+        return "portions per device: not measured"
+    if not d.get("pods"):
+        return "portions per device: no data (no probe pod held a shared GPU)"
+    if d.get("unknown"):
+        return "portions per device: no data (portion unreadable for %s)" % ", ".join(
+            d["unknown"][:5]
+        )
+    if d.get("over"):
+        return "; ".join(
+            "device %s was given %s of a GPU at once (%s), above %s"
+            % (o["device"], o["portion"], ", ".join(sorted(o["pods"])[:6]), d.get("limit"))
+            for o in d["over"][:3]
+        )
+    return None
+
+
+def _auth_problem(figures, thresholds):
+    a = figures.get("auth_errors")
+    if not a:
+        return "API refusals: not measured"
+    if a.get("unreadable"):
+        return "API refusals: no data (logs not read: %s)" % "; ".join(a["unreadable"][:3])
+    if not a.get("pods_read"):
+        return "API refusals: no data (no KAI pod's log was read)"
+    if a.get("count"):
+        seen = ["%s: %s" % (x["pod"], x["line"]) for x in a.get("log_lines") or []]
+        seen += ["event on %s: %s" % (x["object"], x["message"]) for x in a.get("events") or []]
+        return "%s refusals (401/403) of KAI components during the window: %s" % (
+            a["count"],
+            " | ".join(seen[:3]),
+        )
+    return None
+
+
 ACCEPTANCE_GATES = (
     {
         "name": "bind_latency_p50",
@@ -165,6 +249,48 @@ ACCEPTANCE_GATES = (
         "rule": _max_problem("stale_objects", "stale_objects_max", "stale objects"),
         "fix": "see the stale objects listed in the verification evidence; recovery.yml cleans "
         "them (a separate step with its own owner)",
+    },
+    {
+        "name": "gang_bound",
+        "when": _requested("gangs"),
+        "figure": lambda f: (f.get("gangs") or {}).get("bound"),
+        "threshold": lambda t: (
+            "every gang probe (a PodGroup of 2 fraction pods, minMember 2) "
+            "has both pods bound within the window"
+        ),
+        "rule": _gang_problem,
+        "fix": "read the gang's PodGroup status and the scheduler's log in the verification "
+        "evidence; roll back (NVIDIA/aicr #2636: gangs stopped scheduling after an upgrade)",
+    },
+    {
+        "name": "burst_bound",
+        "when": _requested("burst"),
+        "figure": lambda f: (f.get("burst") or {}).get("bound"),
+        "threshold": lambda t: (
+            "every burst pod (0.5 GPU each, created at once on one KWOK "
+            "node) bound within the window"
+        ),
+        "rule": _burst_problem,
+        "fix": "read the burst pods' BindRequests and the reservation pods (KAI-Scheduler #2153)",
+    },
+    {
+        "name": "device_portions",
+        "figure": lambda f: (f.get("device_portions") or {}).get("max"),
+        "threshold": lambda t: (
+            "<= 1.0 of a GPU per device at any moment (BindRequests' "
+            "portions, devices from the reservation pods)"
+        ),
+        "rule": _portions_problem,
+        "fix": "read the GPU groups and reservation pods in the verification evidence; roll "
+        "back (KAI-Scheduler #2153: a burst packed past one GPU)",
+    },
+    {
+        "name": "auth_errors",
+        "figure": lambda f: (f.get("auth_errors") or {}).get("count"),
+        "threshold": lambda t: "0 (no KAI component logged or got a 401/403 during the window)",
+        "rule": _auth_problem,
+        "fix": "read the component's log and its service account's token and RBAC "
+        "(KAI-Scheduler #1536, #1751); roll back",
     },
 )
 
@@ -262,6 +388,8 @@ def verify_gates(stage, figures, thresholds, evidence=None, baseline=None):
     link = evidence or figures.get("evidence")
     out = []
     for decl in ACCEPTANCE_GATES:
+        if decl.get("when") and not decl["when"](figures):
+            continue  # a probe the change request turned off (its figures say so)
         problem = decl["rule"](figures, thresholds)
         text = decl["threshold"](thresholds)
         names = [n for n in notes if "(%s" % n in text]

@@ -41,6 +41,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client impo
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import governance as G
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import portions as PT
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import probes as P
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import restore as R
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
@@ -56,6 +57,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.record imp
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import option_path
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
+from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending import REFUSED
 
 STALE_KINDS = (
     "stale_reservation_pod",
@@ -272,6 +274,7 @@ class ProbeRun(object):
         self.folder = "verify/%s/%s" % (self.cluster, self.phase)
         self.files = []
         self.notes = []
+        self.burst = {"requested": 0, "node": None, "node_gpus": 0}
 
     def write(self, name, data):
         if self.writer is None:
@@ -379,12 +382,7 @@ class ProbeRun(object):
     def _submit_and_follow(self, rec, states, labels):
         """Create the probes (appended to ``states`` as each is created, so a failure leaves what
         was done) and follow them; (timed_out, seconds followed since the first submission)."""
-        for w in P.workloads(
-            self.p["probes"],
-            self.p["kwok_probes"],
-            self.p.get("probe_placement") or {},
-            self.p.get("kwok_placement") or None,
-        ):
+        for w in self._workloads(labels):
             st = dict(w, submitted_t=self.clock(), submitted_wall=self.wall())
             self.client.create(P.manifest(w, self.namespace, self.p["image"], labels))
             states.append(st)
@@ -397,6 +395,85 @@ class ProbeRun(object):
             time.sleep(0.2)
         followed_s = round(self.clock() - states[0]["submitted_t"], 3) if states else 0
         return timed_out, followed_s
+
+    def _workloads(self, labels):
+        """The probes, then the gangs (their PodGroups created first), then the burst: each set
+        created back to back, the burst's pods at once as in KAI-Scheduler #2153."""
+        real_placement = self.p.get("probe_placement") or {}
+        kwok_placement = self.p.get("kwok_placement") or None
+        out = P.workloads(self.p["probes"], self.p["kwok_probes"], real_placement, kwok_placement)
+        gangs = P.gang_workloads(
+            self.p.get("gang_probes") or 0,
+            bool(self.p["kwok_probes"]),
+            real_placement,
+            kwok_placement,
+        )
+        for name in sorted({w["gang"] for w in gangs}):
+            self.client.create(P.pod_group_manifest(name, self.namespace, labels))
+        burst = self.burst.get("node") and P.burst_workloads(
+            self.burst["requested"], self.burst["node"]
+        )
+        return out + gangs + (burst or [])
+
+    def _choose_burst_node(self):
+        """Where the burst lands (the KWOK node with the most GPUs); none asked, none chosen."""
+        requested = int(self.p.get("burst_probes") or 0)
+        self.burst = {"requested": requested, "node": None, "node_gpus": 0}
+        if requested:
+            node, gpus = P.burst_node(self.client.list("v1", "Node"))
+            self.burst.update(node=node, node_gpus=gpus)
+            if node is None:
+                self.notes.append("no KWOK node with GPUs: the burst probe was not submitted")
+
+    def _auth_refusals(self, since):
+        """The API server refusing a KAI component during the window: 401/403 in each KAI pod's
+        log since the window began, and in the KAI namespace's events. A log that cannot be read
+        leaves the figure without data (the gate fails on it)."""
+        found, unreadable, read = [], [], 0
+        for pod in self.client.list("v1", "Pod", self.p["kai_namespace"]):
+            name = pod["metadata"]["name"]
+            try:
+                text = self.client.logs(self.p["kai_namespace"], name, tail=2000)
+            except KaiopsError as exc:
+                unreadable.append("%s: %s" % (name, exc.msg))
+                continue
+            read += 1
+            for line in P.refused_lines(text, since, REFUSED, parse_time)[:5]:
+                found.append({"pod": name, "line": line[:300]})
+        events = []
+        for ev in self.client.list("v1", "Event", self.p["kai_namespace"]):
+            stamp = parse_time(ev.get("lastTimestamp") or ev.get("eventTime") or "")
+            if stamp is not None and stamp.timestamp() + 1 >= since:
+                if REFUSED.search(ev.get("message") or ""):
+                    obj = ev.get("involvedObject") or {}
+                    events.append({"object": obj.get("name"), "message": ev["message"][:300]})
+        return {
+            "count": len(found) + len(events),
+            "log_lines": found,
+            "events": events,
+            "pods_read": read,
+            "unreadable": unreadable,
+            "since_wall": since,
+        }
+
+    def _portions(self, records):
+        """Portions per device over the window (rollout/portions.py), with the cluster's
+        BindRequests and its live shared-GPU pods read at the end."""
+        others = [
+            pod
+            for pod in self.client.list("v1", "Pod", label_selector=PT.GROUP_LABEL)
+            if (pod.get("metadata") or {}).get("namespace")
+            not in (self.namespace, self.p["reservation_namespace"])
+        ]
+        brs = list(records.get("bindrequests") or [])
+        try:
+            brs += self.client.list("scheduling.run.ai/v1alpha2", "BindRequest")
+        except KaiopsError as exc:
+            self.notes.append("BindRequests not read: %s" % exc.msg)
+        reservations = list(records.get("reservations") or []) + self.client.list(
+            "v1", "Pod", self.p["reservation_namespace"]
+        )
+        return PT.device_portions(records.get("pods") or [], brs, reservations, others)
 
     def _close_watches(self, rec, initial):
         """(records, binder restarts, binder log files): the watches' records, then stopped."""
@@ -467,6 +544,7 @@ class ProbeRun(object):
             (p.get("metadata") or {}).get("uid")
             for p in self.client.list("v1", "Pod", self.p["reservation_namespace"])
         }
+        self._choose_burst_node()
         rec = self._start_watches()
         states = []
         labels = P.labels(self.p["run_id"], self.phase, self.cluster)
@@ -474,6 +552,8 @@ class ProbeRun(object):
             timed_out, followed_s = self._submit_and_follow(rec, states, labels)
         finally:
             records, binder, logs = self._close_watches(rec, initial)
+        portions = self._portions(records)
+        auth = self._auth_refusals(started_wall)
         groups = P.probe_groups(records.get("pods") or [], {s["name"] for s in states})
         self.client.delete_namespace(self.namespace)
         self._wait(
@@ -499,6 +579,10 @@ class ProbeRun(object):
             "watch_errors": list(rec.errors),
             "notes": list(self.notes),
             "binder_logs": logs,
+            "gangs_requested": int(self.p.get("gang_probes") or 0),
+            "burst": self.burst,
+            "device_portions": portions,
+            "auth_errors": auth,
         }
         return self._figures(records, states, timed_out, extra)
 

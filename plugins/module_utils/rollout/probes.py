@@ -32,14 +32,20 @@ CLUSTER_LABEL = "kaiops.dev/cluster"
 PROBE_IMAGE = "kaiops.dev/gpuprobe:0.1.0"
 GPU = "nvidia.com/gpu"
 PHASES = ("baseline", "verify", "rollback")
-KWOK_PLACEMENT = {
-    "spec": {
-        "nodeSelector": {"type": "kwok"},
-        "tolerations": [
-            {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
-        ],
-    }
-}
+KWOK_TOLERATIONS = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
+KWOK_PLACEMENT = {"spec": {"nodeSelector": {"type": "kwok"}, "tolerations": KWOK_TOLERATIONS}}
+# The gang probe: a PodGroup of GANG_SIZE fraction pods that must be placed together or not at
+# all (NVIDIA/aicr #2636: after an upgrade no gang was scheduled while every KAI pod read Ready).
+# Its pods name the group in KAI's annotation; a bare pod that already names one is left alone
+# by the pod-grouper (contract section 4), and the queue is the one the pod-grouper gives a pod
+# without a queue label, so the gang waits in the same queue as the other probes.
+POD_GROUP_API = "scheduling.run.ai/v2alpha2"
+POD_GROUP_ANNOTATION = "pod-group-name"
+GANG_SIZE = 2
+GANG_QUEUE = "default-queue"
+FRACTION = 0.5  # every probe asks for half a GPU
+GROUP_LABEL = "runai-gpu-group"
+DEVICE_ANNOTATION = "run.ai/reserve_for_gpu_index"
 
 
 def _meta(obj):
@@ -77,18 +83,91 @@ def workloads(real, kwok, real_placement=None, kwok_placement=None):
     return out
 
 
+def gang_workloads(gangs, on_kwok, real_placement=None, kwok_placement=None):
+    """``gangs`` PodGroups of GANG_SIZE fraction pods each, where the other probes run: on KWOK
+    nodes when the request has KWOK probes, else on the real GPU nodes (running gpuprobe)."""
+    kind = "kwok" if on_kwok else "real"
+    placement = (kwok_placement or KWOK_PLACEMENT) if on_kwok else (real_placement or {})
+    out = []
+    for g in range(int(gangs)):
+        group = "probe-gang-%02d" % g
+        for m in range(GANG_SIZE):
+            out.append(
+                {
+                    "name": "%s-%d" % (group, m),
+                    "kind": kind,
+                    "placement": placement,
+                    "set": "gang",
+                    "gang": group,
+                }
+            )
+    return out
+
+
+def burst_node(nodes):
+    """(name, GPUs) of the KWOK node with the most GPUs (ties: the first name), where a burst
+    lands; (None, 0) without one."""
+    found = []
+    for node in nodes:
+        if (_meta(node).get("labels") or {}).get("type") != "kwok":
+            continue
+        gpus = _int(((node.get("status") or {}).get("allocatable") or {}).get(GPU))
+        if gpus:
+            found.append((-gpus, _meta(node).get("name") or ""))
+    if not found:
+        return None, 0
+    gpus, name = min(found)
+    return name, -gpus
+
+
+def burst_workloads(count, node):
+    """KAI-Scheduler #2153's shape: ``count`` half-GPU pods created at once on one KWOK node."""
+    placement = {
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": KWOK_TOLERATIONS,
+        }
+    }
+    return [
+        {"name": "probe-burst-%02d" % i, "kind": "kwok", "placement": placement, "set": "burst"}
+        for i in range(int(count))
+    ]
+
+
+def pod_group_manifest(name, namespace, pod_labels):
+    """The gang's PodGroup: all or nothing for its GANG_SIZE pods."""
+    return {
+        "apiVersion": POD_GROUP_API,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(pod_labels)},
+        "spec": {"minMember": GANG_SIZE, "queue": GANG_QUEUE},
+    }
+
+
 def manifest(workload, namespace, image, pod_labels):
-    """reproduce's fraction pod, not gated: the real probes run gpuprobe."""
-    return C.pod_manifest(
+    """reproduce's fraction pod, not gated: the real probes run gpuprobe; a gang's pods name
+    their PodGroup."""
+    pod = C.pod_manifest(
         workload["name"],
         namespace,
         "single",
         workload["placement"],
         image,
+        fraction=str(FRACTION),
         gated=False,
         probe=workload["kind"] == "real",
         labels=pod_labels,
     )
+    if workload.get("gang"):
+        pod["metadata"]["annotations"][POD_GROUP_ANNOTATION] = workload["gang"]
+    return pod
+
+
+def _int(value):
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return 0
 
 
 def deleted(records, name):
@@ -256,6 +335,8 @@ def _probe_row(st, pods, brs, reasons):
         "attempts": len(tries),
         "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
         "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
+        "set": st.get("set") or "probe",
+        "gang": st.get("gang"),
     }
 
 
@@ -287,14 +368,53 @@ def _queue_age(rows, window_s):
     }
 
 
+def gang_figures(rows, requested):
+    """The gang probes: how many gangs had every member bound (all or nothing) in the window."""
+    gangs = {}
+    for r in rows:
+        gangs.setdefault(r["gang"], []).append(r)
+    whole = sum(
+        1
+        for members in gangs.values()
+        if len(members) == GANG_SIZE and all(m["submit_to_bound_s"] is not None for m in members)
+    )
+    return {
+        "requested": int(requested or 0),
+        "count": len(gangs),
+        "bound": whole,
+        "members": len(rows),
+        "members_bound": sum(1 for r in rows if r["submit_to_bound_s"] is not None),
+        "size": GANG_SIZE,
+        "submit_to_bound": W.latency([r["submit_to_bound_s"] for r in rows], len(rows)),
+        "note": "a gang is bound when each of its %d pods has a node (minMember %d)"
+        % (GANG_SIZE, GANG_SIZE),
+    }
+
+
+def burst_figures(rows, requested, node, node_gpus):
+    """The burst probe: its pods bound within the window on the one node they were sent to."""
+    return {
+        "requested": int(requested or 0),
+        "node": node,
+        "node_gpus": node_gpus,
+        "of": len(rows),
+        "bound": sum(1 for r in rows if r["submit_to_bound_s"] is not None),
+        "submit_to_bound": W.latency([r["submit_to_bound_s"] for r in rows], len(rows)),
+    }
+
+
 def figures(records, states, window_s, timed_out, extra):
     """What a verification measured. ``records``: the watches (pods, bindrequests); ``states``:
-    the probes with ``submitted_t``; ``extra``: binder restarts, stale objects, capacity,
-    pending work, namespace, timings (measured by the runner)."""
+    the probes with ``submitted_t`` (``set``: the probes, the gang or the burst pods); ``extra``:
+    binder restarts, stale objects, capacity, pending work, namespace, timings, the gang and
+    burst requests (measured by the runner). The probes' figures are the plain probes'; the
+    gang's and the burst's pods are judged by their own gates."""
     pods, brs = records.get("pods") or [], records.get("bindrequests") or []
     reasons = {}
-    rows = [_probe_row(st, pods, brs, reasons) for st in states]
+    every = [_probe_row(st, pods, brs, reasons) for st in states]
+    rows = [r for r in every if r["set"] == "probe"]
     submitted = len(rows)
+    extra = dict(extra or {})
     out = {
         "probes": submitted,
         "window_s": window_s,
@@ -307,9 +427,33 @@ def figures(records, states, window_s, timed_out, extra):
         ),
         "failed_bindrequests": {"count": sum(reasons.values()), "reasons": reasons},
         "queue_age": _queue_age(rows, window_s),
-        "probe_results": rows,
+        "probe_results": every,
+        "gangs": gang_figures(
+            [r for r in every if r["set"] == "gang"], extra.pop("gangs_requested", 0)
+        ),
     }
-    out.update(extra or {})
+    burst = extra.pop("burst", None) or {}
+    out["burst"] = burst_figures(
+        [r for r in every if r["set"] == "burst"],
+        burst.get("requested", 0),
+        burst.get("node"),
+        burst.get("node_gpus", 0),
+    )
+    out.update(extra)
+    return out
+
+
+def refused_lines(text, since, pattern, parse_time):
+    """Lines of a log read with timestamps (``timestamps=true``) at or after ``since`` (a wall
+    time) that match ``pattern``: the API server refusing the component (401/403)."""
+    out = []
+    for line in (text or "").splitlines():
+        stamp, _sep, rest = line.partition(" ")
+        when = parse_time(stamp[:19] + "Z") if len(stamp) >= 19 else None
+        if when is not None and when.timestamp() + 1 < since:
+            continue  # before the window (stamps are read to the second)
+        if pattern.search(rest or line):
+            out.append(line)
     return out
 
 
@@ -333,6 +477,10 @@ def side_by_side(before, after):
         ("submit-to-Running p50 (s)", ("submit_to_running", "p50_s")),
         ("idle GPUs", ("capacity", "idle")),
         ("GPUs held idle by reservation pods without bound work", ("capacity", "held_idle")),
+        ("gangs with every pod bound (gang probes)", ("gangs", "bound")),
+        ("burst pods bound (burst probe)", ("burst", "bound")),
+        ("most of one GPU given at once (portions per device)", ("device_portions", "max")),
+        ("API refusals (401/403) of KAI components", ("auth_errors", "count")),
         ("binder restarts", ("binder_restarts", "count")),
         ("stale objects found by the recovery scan", ("stale_objects", "scan")),
     ]
