@@ -18,8 +18,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-GROUP_LABEL = "runai-gpu-group"
-DEVICE_ANNOTATION = "run.ai/reserve_for_gpu_index"
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
+
+GROUP_LABEL = F.GPU_GROUP_LABEL
+DEVICE_ANNOTATION = F.RESERVE_INDEX_ANNOTATION
 LIMIT = 1.0
 EPSILON = 1e-6  # portions are written with two decimals: 0.33 x 3 must not read as over
 
@@ -62,7 +64,7 @@ def pod_portion(pod, by_bindrequest):
     found = by_bindrequest.get((meta.get("namespace"), meta.get("name")))
     if found is not None:
         return found
-    return _float((meta.get("annotations") or {}).get("gpu-fraction"))
+    return _float((meta.get("annotations") or {}).get(F.FRACTION_ANNOTATION))
 
 
 def intervals(pod_records):

@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
 
@@ -40,12 +41,8 @@ KWOK_PLACEMENT = {"spec": {"nodeSelector": {"type": "kwok"}, "tolerations": KWOK
 # by the pod-grouper (contract section 4), and the queue is the one the pod-grouper gives a pod
 # without a queue label, so the gang waits in the same queue as the other probes.
 POD_GROUP_API = "scheduling.run.ai/v2alpha2"
-POD_GROUP_ANNOTATION = "pod-group-name"
 GANG_SIZE = 2
-GANG_QUEUE = "default-queue"
 FRACTION = 0.5  # every probe asks for half a GPU
-GROUP_LABEL = "runai-gpu-group"
-DEVICE_ANNOTATION = "run.ai/reserve_for_gpu_index"
 
 
 def _meta(obj):
@@ -140,7 +137,7 @@ def pod_group_manifest(name, namespace, pod_labels):
         "apiVersion": POD_GROUP_API,
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(pod_labels)},
-        "spec": {"minMember": GANG_SIZE, "queue": GANG_QUEUE},
+        "spec": {"minMember": GANG_SIZE, "queue": F.DEFAULT_QUEUE},
     }
 
 
@@ -159,7 +156,7 @@ def manifest(workload, namespace, image, pod_labels):
         labels=pod_labels,
     )
     if workload.get("gang"):
-        pod["metadata"]["annotations"][POD_GROUP_ANNOTATION] = workload["gang"]
+        pod["metadata"]["annotations"][F.POD_GROUP_ANNOTATION] = workload["gang"]
     return pod
 
 
