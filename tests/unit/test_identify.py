@@ -229,3 +229,25 @@ def test_the_implementation_is_what_the_containers_run_not_a_label():
         dep["metadata"]["labels"]["kaiops.dev/kai-implementation"] = "standin"
     ident = I.analyse(deps, cfg, helm=HELM_OLD)
     assert (ident["implementation"], ident["implementation_label"]) == ("kai", "KAI")
+
+
+def test_a_faulted_stand_in_says_which_faults_it_plays():
+    # issue 22: every report that ran on a faulted build says which fault
+    deps, cfg = install("v2")
+    for dep in deps:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = [
+            "--standin-release=v2",
+            "--standin-faults=gang-broken,api-unauthorized",
+        ]
+    ident = I.analyse(deps, cfg, helm=HELM_OLD)
+    assert ident["faults"] == ["api-unauthorized", "gang-broken"]
+    assert ident["implementation_label"] == (
+        "KAI stand-in with faults: api-unauthorized, gang-broken"
+    )
+    for dep in deps:  # the healthy build is started with the flag and no fault
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = [
+            "--standin-release=v2",
+            "--standin-faults=",
+        ]
+    ident = I.analyse(deps, cfg, helm=HELM_OLD)
+    assert (ident["faults"], ident["implementation_label"]) == ([], "KAI stand-in")

@@ -445,7 +445,8 @@ def _kai_section(raw, kai, sharing, helm):
         "version": kai["version"],
         "version_source": kai["version_source"] if kai["version"] else None,
         "implementation": kai["implementation"],
-        "implementation_label": IMPLEMENTATION_NAMES.get(kai["implementation"]),
+        "implementation_label": identity.get("implementation_label")
+        or IMPLEMENTATION_NAMES.get(kai["implementation"]),
         "binder": kai["binder"],
         "operator": kai["operator"],
         "components": kai["components"],

@@ -59,6 +59,9 @@ HELM_RELEASE_ANNOTATION = "meta.helm.sh/release-name"
 # while running KAI's images. Nothing else depends on it.
 STANDIN_ARG = "--standin-release"
 IMPLEMENTATION_NAMES = {"standin": "KAI stand-in", "kai": "KAI"}
+# The lab's faulted stand-in builds (KAI's field failures, played on purpose) start every
+# component with --standin-faults=<name,...>: every report that ran on one says which.
+STANDIN_FAULTS_ARG = "--standin-faults"
 
 
 def implementation_of(deployment):
@@ -69,6 +72,24 @@ def implementation_of(deployment):
         if any(str(word).startswith(STANDIN_ARG) for word in words):
             return "standin"
     return "kai"
+
+
+def standin_faults(deployment):
+    """The faults a stand-in component was started with (``--standin-faults=a,b``), sorted."""
+    spec = (((deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    found = set()
+    for container in spec.get("containers") or []:
+        words = [
+            str(w) for w in list(container.get("command") or []) + list(container.get("args") or [])
+        ]
+        for i, word in enumerate(words):
+            value = None
+            if word.startswith(STANDIN_FAULTS_ARG + "="):
+                value = word.split("=", 1)[1]
+            elif word == STANDIN_FAULTS_ARG and i + 1 < len(words):
+                value = words[i + 1]
+            found.update(f.strip() for f in (value or "").split(",") if f.strip())
+    return sorted(found)
 
 
 # Container flags that decide a verdict: the only args the inventory records (exact names, or

@@ -198,12 +198,17 @@ def analyse(deployments, config, helm=None, server=None):
             binder_args = list(containers[0].get("args") or []) if containers else None
     admission = ((config or {}).get("spec") or {}).get("admission") or {}
     implementation = "standin" if any(c["implementation"] == "standin" for c in comps) else "kai"
+    faults = sorted({f for d in deployments or [] if is_component(d) for f in F.standin_faults(d)})
+    label = F.IMPLEMENTATION_NAMES[implementation]
+    if faults:
+        label += " with faults: %s" % ", ".join(faults)
     cfg = config_state(config)
     identity = {
         "version": binder["tag"] if binder else None,
         "version_source": "binder image tag",
         "implementation": implementation,
-        "implementation_label": F.IMPLEMENTATION_NAMES[implementation],
+        "implementation_label": label,
+        "faults": faults,
         "helm": helm_state(helm),
         "operator": {"version": operator["tag"], "rolled_out": operator["rolled_out"]}
         if operator

@@ -493,6 +493,7 @@ def _upgrade_entry(stage, result, identity, gates):
         "chart": result.get("chart"),
         "chart_ref": result.get("chart_ref"),
         "version": identity.get("version"),
+        "implementation": identity.get("implementation_label"),
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
         "duration_s": result.get("duration_s"),
@@ -511,9 +512,10 @@ def _upgrade_entry(stage, result, identity, gates):
 def _upgrade_reason(entry, result, identity, gates):
     if entry["status"] != "done":
         return "failed: %s" % "; ".join(g["message"] for g in gates if not g["passed"])
+    label = identity.get("implementation_label")
     return "%s to %s (revision %s -> %s) in %s s" % (
         "upgraded" if entry["changed"] else "already at the target, nothing changed:",
-        identity.get("version"),
+        "%s, %s" % (identity.get("version"), label) if label else identity.get("version"),
         result.get("revision_before"),
         result.get("revision"),
         result.get("duration_s"),
