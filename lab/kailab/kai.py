@@ -120,11 +120,16 @@ def _chart_digest() -> str:
     return h.hexdigest()[:12]
 
 
-def package_standin_chart(lab, row: dict, out_dir: Path | None = None) -> Path:
+def package_standin_chart(
+    lab, row: dict, out_dir: Path | None = None, faults: tuple[str, ...] = ()
+) -> Path:
     """The stand-in chart for one release, self-contained like a release chart: its
-    default values name the release and the binder behaviour that release has."""
+    default values name the release and the binder behaviour that release has, and the
+    faults a faulted build plays (none for a release's own chart)."""
     version = row["version"] + STANDIN_MARK
     out_dir = out_dir or cache_root() / "lab" / "kai" / f"chart-{_chart_digest()}"
+    if faults:
+        out_dir = out_dir / ("fault-" + "-".join(faults))
     wanted = out_dir / f"kai-scheduler-{version}.tgz"
     if wanted.exists():
         return wanted
@@ -138,6 +143,8 @@ def package_standin_chart(lab, row: dict, out_dir: Path | None = None) -> Path:
         text = text.replace(
             '  configmapWrite: ""', f'  configmapWrite: "{row["configmap_write"]}"', 1
         )
+        if faults:
+            text = text.replace("  faults: []", f"  faults: [{', '.join(faults)}]", 1)
         values.write_text(text)
         lab.helm(
             "package",
@@ -157,19 +164,45 @@ def package_standin_chart(lab, row: dict, out_dir: Path | None = None) -> Path:
     return wanted
 
 
+# The faulted builds a drill can roll out to (lab/kai-standin/CONTRACT.md, "Faults"): each
+# is the patched release's chart with one fault in its default values, published in a folder
+# of its own beside a healthy copy of the pre-patch chart, so that a rollout whose chart
+# reference names the folder upgrades to the faulted build and its supported downgrade (the
+# recorded version from the same reference) returns to the healthy one. Only the lab makes
+# them; the collection cannot turn a fault on.
+FAULTED_BUILDS = (
+    "gang-broken",
+    "api-unauthorized",
+    "burst-overpack",
+    "admission-failure",
+    "duplicate-reservation",
+)
+
+
 def publish_charts(lab, facts: dict | None = None) -> list[Path]:
     """Put the stand-in chart of each release of the pair into the lab's state folder
     (`charts/`), where the lab inventory points a playbook's chart reference, as an
-    air-gapped site points it at its local chart packages."""
+    air-gapped site points it at its local chart packages; and the faulted builds into
+    `charts/faults/<fault>/`."""
     facts = facts or releases()
     out = lab.cfg.path("charts")
     out.mkdir(parents=True, exist_ok=True)
     published = []
-    for key in ("pre", "patched"):
-        pkg = package_standin_chart(lab, release_row(facts["pair"][key], facts))
-        dest = out / f"kai-scheduler-{facts['pair'][key]}.tgz"
-        shutil.copyfile(pkg, dest)
+    pre, patched = facts["pair"]["pre"], facts["pair"]["patched"]
+    healthy = {}
+    for tag in (pre, patched):
+        healthy[tag] = package_standin_chart(lab, release_row(tag, facts))
+        dest = out / f"kai-scheduler-{tag}.tgz"
+        shutil.copyfile(healthy[tag], dest)
         published.append(dest)
+    for fault in FAULTED_BUILDS:
+        folder = out / "faults" / fault
+        folder.mkdir(parents=True, exist_ok=True)
+        faulted = package_standin_chart(lab, release_row(patched, facts), faults=(fault,))
+        for tag, pkg in ((patched, faulted), (pre, healthy[pre])):
+            dest = folder / f"kai-scheduler-{tag}.tgz"
+            shutil.copyfile(pkg, dest)
+            published.append(dest)
     return published
 
 

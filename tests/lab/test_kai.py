@@ -241,6 +241,23 @@ def test_kai_release_is_the_standin_and_says_so(kube, lab, started_with):
     assert "--fake-gpu-nodes" in args  # the lab's nodes carry run.ai/fake.gpu=true
 
 
+def test_each_faulted_build_is_published_beside_a_healthy_pre_patch_chart(lab):
+    """lab/kai-standin/CONTRACT.md, "Faults": a rollout can target a faulted build only through
+    the lab's charts; its downgrade from the same folder installs the healthy pre-patch chart."""
+    pair = kai.releases()["pair"]
+    for fault in kai.FAULTED_BUILDS:
+        folder = lab.cfg.path("charts") / "faults" / fault
+        faulted = yaml.safe_load(
+            lab.helm("show", "values", str(folder / f"kai-scheduler-{pair['patched']}.tgz")).stdout
+        )
+        healthy = yaml.safe_load(
+            lab.helm("show", "values", str(folder / f"kai-scheduler-{pair['pre']}.tgz")).stdout
+        )
+        assert faulted["standin"]["faults"] == [fault]
+        assert faulted["standin"]["release"] == pair["patched"]
+        assert healthy["standin"]["faults"] == [] and healthy["standin"]["release"] == pair["pre"]
+
+
 def test_kai_install_shape_is_operator_and_hooks(kube, lab, started_with):
     """kai-contract.md §14: helm's manifest holds the operator, RBAC, PriorityClasses,
     SchedulingShard default and service accounts; the operator makes the rest from
