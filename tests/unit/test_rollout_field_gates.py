@@ -80,16 +80,29 @@ def test_a_gang_is_a_podgroup_of_two_pods_that_name_it_where_the_other_probes_ru
     assert P.gang_workloads(0, on_kwok=True) == []
 
 
-def test_the_burst_goes_to_the_kwok_node_with_the_most_gpus_or_nowhere():
+def test_the_burst_goes_to_the_kwok_node_with_the_most_free_gpus_or_nowhere():
     def node(name, gpus, kwok=True):
         return {
             "metadata": {"name": name, "labels": {"type": "kwok"} if kwok else {}},
             "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}},
         }
 
+    def holder(node_name, gpus=1, phase="Running"):
+        return {
+            "metadata": {"name": "r", "namespace": RES},
+            "spec": {
+                "nodeName": node_name,
+                "containers": [{"resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}],
+            },
+            "status": {"phase": phase},
+        }
+
     nodes = [node("kwok-b", 8), node("kwok-a", 8), node("kwok-c", 4), node("real", 16, False)]
-    assert P.burst_node(nodes) == ("kwok-a", 8)
-    assert P.burst_node([node("real", 16, False)]) == (None, 0)
+    assert P.burst_node(nodes, []) == ("kwok-a", 8, 8)
+    # the lab's scheduler packs the other probes onto one node: the burst goes elsewhere
+    held = [holder("kwok-a", 8), holder("kwok-b", 1), holder("kwok-b", 1, phase="Succeeded")]
+    assert P.burst_node(nodes, held) == ("kwok-b", 8, 7)
+    assert P.burst_node([node("real", 16, False)], []) == (None, 0, 0)
     burst = P.burst_workloads(3, "kwok-a")
     assert len(burst) == 3 and {w["set"] for w in burst} == {"burst"}
     spec = P.manifest(burst[0], NS, "img", {})["spec"]
@@ -312,6 +325,8 @@ def test_a_burst_with_pods_left_pending_fails_burst_bound_and_no_node_is_no_data
     burst = {"requested": 16, "node": "kwok-a", "node_gpus": 8, "of": 16, "bound": 12}
     gate = field_gates(healthy(burst=burst))["burst_bound"]
     assert not gate["passed"] and gate["message"].startswith("12 of 16 burst pods")
+    full = field_gates(healthy(burst=dict(burst, node_free_gpus=6)))["burst_bound"]
+    assert not full["passed"] and "no data (kwok-a had 6 free GPUs" in full["message"]
     nowhere = field_gates(healthy(burst={"requested": 16, "node": None}))["burst_bound"]
     assert not nowhere["passed"] and "no data" in nowhere["message"]
     assert field_gates(healthy(burst=dict(burst, bound=16)))["burst_bound"]["passed"]

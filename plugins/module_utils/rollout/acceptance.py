@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import probes as P
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 
 
@@ -116,6 +117,13 @@ def _burst_problem(figures, thresholds):
     b = figures.get("burst") or {}
     if not b.get("node"):
         return "burst probe: no data (no KWOK node with GPUs to send it to)"
+    free = b.get("node_free_gpus")
+    if free is not None and b["requested"] * P.FRACTION > free:
+        return (
+            "burst probe: no data (%s had %s free GPUs when it began; %s pods of %s GPU need %s: "
+            "lower kaiops_rollout_burst_probes)"
+            % (b["node"], free, b["requested"], P.FRACTION, b["requested"] * P.FRACTION)
+        )
     if b.get("of", 0) < b["requested"]:
         return "burst probe: %s of %s pods were submitted" % (b.get("of"), b["requested"])
     if b.get("bound", 0) < b["requested"]:

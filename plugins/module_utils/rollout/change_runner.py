@@ -274,7 +274,7 @@ class ProbeRun(object):
         self.folder = "verify/%s/%s" % (self.cluster, self.phase)
         self.files = []
         self.notes = []
-        self.burst = {"requested": 0, "node": None, "node_gpus": 0}
+        self.burst = {"requested": 0, "node": None, "node_gpus": 0, "node_free_gpus": 0}
 
     def write(self, name, data):
         if self.writer is None:
@@ -397,8 +397,9 @@ class ProbeRun(object):
         return timed_out, followed_s
 
     def _workloads(self, labels):
-        """The probes, then the gangs (their PodGroups created first), then the burst: each set
-        created back to back, the burst's pods at once as in KAI-Scheduler #2153."""
+        """The burst first (its pods at once, as in KAI-Scheduler #2153, on the node chosen for
+        its free GPUs before the other probes take any), then the probes, then the gangs (their
+        PodGroups created first)."""
         real_placement = self.p.get("probe_placement") or {}
         kwok_placement = self.p.get("kwok_placement") or None
         out = P.workloads(self.p["probes"], self.p["kwok_probes"], real_placement, kwok_placement)
@@ -413,15 +414,17 @@ class ProbeRun(object):
         burst = self.burst.get("node") and P.burst_workloads(
             self.burst["requested"], self.burst["node"]
         )
-        return out + gangs + (burst or [])
+        return (burst or []) + out + gangs
 
     def _choose_burst_node(self):
         """Where the burst lands (the KWOK node with the most GPUs); none asked, none chosen."""
         requested = int(self.p.get("burst_probes") or 0)
-        self.burst = {"requested": requested, "node": None, "node_gpus": 0}
+        self.burst = {"requested": requested, "node": None, "node_gpus": 0, "node_free_gpus": 0}
         if requested:
-            node, gpus = P.burst_node(self.client.list("v1", "Node"))
-            self.burst.update(node=node, node_gpus=gpus)
+            node, gpus, free = P.burst_node(
+                self.client.list("v1", "Node"), self.client.list("v1", "Pod")
+            )
+            self.burst.update(node=node, node_gpus=gpus, node_free_gpus=free)
             if node is None:
                 self.notes.append("no KWOK node with GPUs: the burst probe was not submitted")
 

@@ -101,20 +101,23 @@ def gang_workloads(gangs, on_kwok, real_placement=None, kwok_placement=None):
     return out
 
 
-def burst_node(nodes):
-    """(name, GPUs) of the KWOK node with the most GPUs (ties: the first name), where a burst
-    lands; (None, 0) without one."""
+def burst_node(nodes, pods):
+    """(name, GPUs, free GPUs) of the KWOK node with the most free GPUs (ties: the first name),
+    where a burst lands; (None, 0, 0) without one. Free: allocatable less what live pods with
+    the node hold (reservation pods hold one for each shared GPU in use)."""
+    held = held_per_node(pods)
     found = []
     for node in nodes:
         if (_meta(node).get("labels") or {}).get("type") != "kwok":
             continue
+        name = _meta(node).get("name") or ""
         gpus = _int(((node.get("status") or {}).get("allocatable") or {}).get(GPU))
         if gpus:
-            found.append((-gpus, _meta(node).get("name") or ""))
+            found.append((-(gpus - held.get(name, 0)), name, gpus))
     if not found:
-        return None, 0
-    gpus, name = min(found)
-    return name, -gpus
+        return None, 0, 0
+    free, name, gpus = min(found)
+    return name, gpus, max(-free, 0)
 
 
 def burst_workloads(count, node):
@@ -224,34 +227,37 @@ def binder_restarts(records, initial):
     }
 
 
-def capacity(nodes, pods):
-    """GPUs on the cluster's nodes and those held by live pods with a node (whole-GPU requests:
-    reservation pods hold one for each shared GPU in use)."""
-    total = 0
-    per_node = {}
-    for node in nodes:
-        alloc = ((node.get("status") or {}).get("allocatable") or {}).get(GPU)
-        try:
-            count = int(str(alloc))
-        except (TypeError, ValueError):
-            continue
-        if count:
-            per_node[_meta(node).get("name")] = count
-            total += count
-    held = 0
+def held_per_node(pods):
+    """Whole GPUs held by live pods with a node, per node (whole-GPU requests: reservation pods
+    hold one for each shared GPU in use)."""
+    held = {}
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         phase = (pod.get("status") or {}).get("phase")
         if not node or phase in ("Succeeded", "Failed") or _meta(pod).get("deletionTimestamp"):
             continue
         for container in (pod.get("spec") or {}).get("containers") or []:
-            want = ((container.get("resources") or {}).get("requests") or {}).get(GPU) or (
-                (container.get("resources") or {}).get("limits") or {}
+            resources = container.get("resources") or {}
+            want = (resources.get("requests") or {}).get(GPU) or (
+                resources.get("limits") or {}
             ).get(GPU)
             try:
-                held += int(str(want)) if want is not None else 0
+                held[node] = held.get(node, 0) + (int(str(want)) if want is not None else 0)
             except ValueError:
                 continue
+    return held
+
+
+def capacity(nodes, pods):
+    """GPUs on the cluster's nodes and those held by live pods with a node."""
+    total = 0
+    per_node = {}
+    for node in nodes:
+        count = _int(((node.get("status") or {}).get("allocatable") or {}).get(GPU))
+        if count:
+            per_node[_meta(node).get("name")] = count
+            total += count
+    held = sum(held_per_node(pods).values())
     return {"gpus": total, "held": held, "idle": max(total - held, 0), "nodes": len(per_node)}
 
 
@@ -388,12 +394,13 @@ def gang_figures(rows, requested):
     }
 
 
-def burst_figures(rows, requested, node, node_gpus):
+def burst_figures(rows, requested, node, node_gpus, node_free_gpus=None):
     """The burst probe: its pods bound within the window on the one node they were sent to."""
     return {
         "requested": int(requested or 0),
         "node": node,
         "node_gpus": node_gpus,
+        "node_free_gpus": node_free_gpus,
         "of": len(rows),
         "bound": sum(1 for r in rows if r["submit_to_bound_s"] is not None),
         "submit_to_bound": W.latency([r["submit_to_bound_s"] for r in rows], len(rows)),
@@ -435,6 +442,7 @@ def figures(records, states, window_s, timed_out, extra):
         burst.get("requested", 0),
         burst.get("node"),
         burst.get("node_gpus", 0),
+        burst.get("node_free_gpus"),
     )
     out.update(extra)
     return out
