@@ -105,6 +105,11 @@ func Run(ctx context.Context, cfg Config, every time.Duration) error {
 				return err
 			}
 			if err := register(ctx, cfg, kubelet); err != nil {
+				if ctx.Err() != nil {
+					// stopped while the kubelet was answering: a shutdown, not a failure
+					// to register (under load the reply can come after the stop)
+					return ctx.Err()
+				}
 				return err
 			}
 			registered = info
