@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,10 +28,20 @@ const unauthorizedBody = `{"kind":"Status","apiVersion":"v1","metadata":{},"stat
 	`"message":"Unauthorized","reason":"Unauthorized","code":401}`
 
 // unauthorized answers every request 401 Unauthorized, as the API server does for a
-// token it no longer accepts, without sending it anywhere.
-type unauthorized struct{}
+// token it no longer accepts, without sending it anywhere; discovery alone (GET /api,
+// /apis and their group versions) reaches the API server. KAI #1536's binder lost its
+// token while it ran, when it had long read discovery, which it keeps: a binder that
+// cannot even read discovery exits at start (controller-runtime's mapping fails), which
+// is not what an operator saw.
+type unauthorized struct{ next http.RoundTripper }
 
-func (unauthorized) RoundTrip(req *http.Request) (*http.Response, error) {
+// discoveryPath: /api, /apis, /api/v1, /apis/<group>, /apis/<group>/<version>.
+var discoveryPath = regexp.MustCompile(`^/(api(/v1)?|apis(/[^/]+(/[^/]+)?)?)/?$`)
+
+func (u unauthorized) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && discoveryPath.MatchString(req.URL.Path) && u.next != nil {
+		return u.next.RoundTrip(req)
+	}
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 		_ = req.Body.Close()
@@ -46,12 +57,12 @@ func (unauthorized) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // UnauthorizedConfig is the api-unauthorized fault (KAI #1536; the consequence #1751
-// met, #1817): every call of a client built from it gets 401 Unauthorized, so
+// met, #1817): every call of a client built from it but discovery gets 401 Unauthorized, so
 // client-go's reflectors log "Failed to watch ... Unauthorized" and retry with backoff
 // while the process stays up. cfg itself is left as it is.
 func UnauthorizedConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
-	c.Wrap(func(http.RoundTripper) http.RoundTripper { return unauthorized{} })
+	c.Wrap(func(next http.RoundTripper) http.RoundTripper { return unauthorized{next: next} })
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,6 +102,45 @@ func TestUnauthorizedConfig(t *testing.T) {
 	}
 	if healthy.WrapTransport != nil {
 		t.Fatal("UnauthorizedConfig changed the config it was given")
+	}
+}
+
+// TestUnauthorizedConfigLetsDiscoveryThrough: a binder whose token is refused while it runs
+// (KAI #1536) read discovery long before; discovery reaches the API server, so the binder
+// starts and stays up (the contract), and every other call is answered 401.
+func TestUnauthorizedConfigLetsDiscoveryThrough(t *testing.T) {
+	var paths []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"APIVersions","versions":["v1"]}`))
+	}))
+	defer srv.Close()
+	cfg := UnauthorizedConfig(&rest.Config{Host: srv.URL})
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, through := range map[string]bool{
+		"/api": true, "/apis": true, "/api/v1": true, "/apis/scheduling.run.ai/v1alpha2": true,
+		"/api/v1/pods": false, "/apis/scheduling.run.ai/v1alpha2/bindrequests": false,
+	} {
+		resp, err := hc.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if got := resp.StatusCode != http.StatusUnauthorized; got != through {
+			t.Errorf("%s: status %d, want through=%v", path, resp.StatusCode, through)
+		}
+	}
+	for _, p := range paths {
+		if strings.Count(p, "/") > 3 || strings.HasSuffix(p, "/pods") {
+			t.Errorf("a call other than discovery reached the API server: %s", p)
+		}
 	}
 }
 
