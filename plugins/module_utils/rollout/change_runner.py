@@ -147,7 +147,9 @@ def run_rollout_start(module):
     hosts += [] if journal.cluster in hosts else [journal.cluster]
     rollback = (record.get("change") or {}).get("operation") == "rollback"
     if not rollback:  # the cluster's wave, by the computation the play's serial uses
-        record = journal.add("wave", W.wave_entry(record.get("change") or {}, hosts, journal.cluster))
+        record = journal.add(
+            "wave", W.wave_entry(record.get("change") or {}, hosts, journal.cluster)
+        )
     others = journal.others() if len(hosts) > 1 else {}
     reason = skip_reason(record, others, hosts, module.check_mode)
     if reason and reason.startswith(W.NOT_STARTED_TEXT):

@@ -59,11 +59,15 @@ def not_started_reason(wave, waves_of, decisions, failure_budget):
             continue
         if earlier == 1:
             return NOT_STARTED_TEXT + "the canary (wave 1) failed on %s" % ", ".join(failed)
-        return NOT_STARTED_TEXT + "wave %d spent its failure budget (%d failed / %d allowed: %s)" % (
-            earlier,
-            len(failed),
-            limit,
-            ", ".join(failed),
+        return (
+            NOT_STARTED_TEXT
+            + "wave %d spent its failure budget (%d failed / %d allowed: %s)"
+            % (
+                earlier,
+                len(failed),
+                limit,
+                ", ".join(failed),
+            )
         )
     return None
 
@@ -78,11 +82,28 @@ def _versions(cluster):
     return before, (change.get("after") or {}).get("version")
 
 
+def _evidence(name, cluster):
+    """The file a reader opens first for a cluster: its failing gate's evidence, else the snapshot
+    of its state before the change, else its first file, else its section of report.md."""
+    failing = [
+        g["evidence"]
+        for g in cluster.get("gates") or []
+        if not g.get("passed") and g.get("evidence")
+    ]
+    files = cluster.get("evidence") or []
+    snapshot = "snapshots/before-change-%s/index.json" % name
+    own = [f for f in files if name in f]
+    if failing:
+        return failing[0]
+    if snapshot in files:
+        return snapshot
+    return (own or files or ["report.md#cluster-%s" % name])[0]
+
+
 def _row(name, cluster):
     change = cluster.get("change") or {}
     before, after = _versions(cluster)
     failing = [g["gate"] for g in cluster.get("gates") or [] if not g.get("passed")]
-    evidence = cluster.get("evidence") or []
     return {
         "wave": change.get("wave"),
         "cluster": name,
@@ -91,8 +112,7 @@ def _row(name, cluster):
         "decision": cluster["decision"],
         "failed_gates": failing,
         "duration_s": change.get("duration_s"),
-        # The cluster's own evidence: its first file in the bundle, else its section in report.md.
-        "evidence": evidence[0] if evidence else "report.md#%s" % name,
+        "evidence": _evidence(name, cluster),
         "reason": change.get("not_started"),
     }
 
@@ -123,6 +143,7 @@ def fleet(clusters):
     waved = {n: c for n, c in clusters.items() if (c.get("change") or {}).get("wave")}
     if not waved:
         return None
+
     def order(name):  # wave, then the play's host order
         return waved[name]["change"]["wave"], waved[name]["change"].get("position", 0), name
 
@@ -132,7 +153,9 @@ def fleet(clusters):
     not_approved = [r for r in rows if r["decision"] != "approved"]
     return {
         "decision": "approved" if not not_approved else "not_approved",
-        "not_approved": [{"cluster": r["cluster"], "decision": r["decision"]} for r in not_approved],
+        "not_approved": [
+            {"cluster": r["cluster"], "decision": r["decision"]} for r in not_approved
+        ],
         "failure_budget": budget,
         "rows": rows,
         "waves": _budget([r for r in rows if r["wave"]], budget),
