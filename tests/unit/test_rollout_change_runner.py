@@ -158,6 +158,10 @@ def test_the_change_starts_unless_preflight_an_earlier_wave_or_check_mode_stops_
     assert out["action"] == action and out["kai_version"] == PATCHED
     skipped = [s["reason"] for s in out["record"]["steps"] if s["status"] == "not_run"]
     assert skipped == ([reason] * 5 if reason else [])
+    # a cluster an earlier wave stopped is not started, never passed; its wave is recorded
+    stopped = reason and reason.startswith("not started")
+    assert (out["decision"] == "not_started") == bool(stopped)
+    assert out["record"]["change"]["wave"] == len(peers) + 1
 
 
 def test_the_rollback_starts_unless_check_mode_or_a_refused_bundle_stops_it(fake_module):
