@@ -169,6 +169,7 @@ def test_report_carries_the_fleet_and_a_not_started_cluster_is_never_passed():
     cases = {c["name"]: c for c in fleet_suite["cases"]}
     assert cases["wave 1 budget"]["failure"]["message"] == "wave 1: 1 failed / 0 allowed"
     assert cases["not started:b"]["skipped"] == why
+    assert report["clusters"]["b"]["reasons"] == [why]
     markdown = render_markdown(report)
     assert "Fleet decision: **NOT_APPROVED** - not approved: a ROLLED_BACK, b NOT_STARTED." in (
         markdown

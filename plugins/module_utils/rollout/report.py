@@ -152,6 +152,8 @@ def _cluster_report(entry, pending_steps):
     decision = _cluster_decision(entry, gates)
     reasons = _gate_reasons(gates)
     steps = _steps(entry, gates, decision, pending_steps)
+    if (entry.get("change") or {}).get("not_started"):
+        reasons.append(entry["change"]["not_started"])  # never started: the wave that stopped it
     if gates:
         # so that no decision stands without its reason
         reasons += [
