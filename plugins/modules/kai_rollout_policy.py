@@ -28,6 +28,13 @@ options:
   waves:
     description: The waves (C(kaiops_rollout_waves)).
     type: raw
+  failure_budget:
+    description:
+      - Clusters per wave after the first (the canary) that may fail before the waves after it
+        do not start (C(kaiops_rollout_failure_budget), judged by the request check). The canary
+        allows none whatever the budget.
+    type: int
+    default: 0
   rate:
     description: Cost per available GPU-hour.
     type: raw
@@ -45,6 +52,7 @@ EXAMPLES = r"""
   kaiops.runbooks.kai_rollout_policy:
     on_failed_gate: rollback
     waves: [1, "25%", "100%"]
+    failure_budget: 1
 """
 
 RETURN = r"""
@@ -96,6 +104,7 @@ def argspec():
         {
             "on_failed_gate": {"type": "raw"},
             "waves": {"type": "raw"},
+            "failure_budget": {"type": "int", "default": 0},
             "rate": {"type": "raw"},
         },
     )

@@ -88,6 +88,31 @@ def test_request_refuses_a_latency_baseline_factor_out_of_bounds(value):
     assert "latency_baseline_factor" in result["problems"][0]["message"]
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (-1, "must be 0 or more, got -1"),
+        (1.5, "must be a whole number, got 1.5"),
+        ("two", "must be a number, got a string ('two')"),
+        (True, "must be a number, got a boolean (true)"),
+        (NAN, "must be a finite number"),
+        ([1], "must be a number, got a list"),
+    ],
+)
+def test_rollout_refuses_a_failure_budget_that_is_not_a_whole_number_of_clusters(value, says):
+    result = rules.check("rollout", {"kaiops_rollout_failure_budget": value})
+    assert fields(result) == ["kaiops_rollout_failure_budget"]
+    problem = result["problems"][0]
+    assert says in problem["message"]
+    assert "whole number of clusters, 0 or more" in problem["fix"]
+
+
+@pytest.mark.parametrize("value", [0, 2, "3"])
+def test_rollout_takes_a_failure_budget_of_whole_clusters(value):
+    result = rules.check("rollout", {"kaiops_rollout_failure_budget": value})
+    assert "kaiops_rollout_failure_budget" not in fields(result)
+
+
 def test_canonical_json_is_always_json():
     text = canonical_json({"a": NAN, "b": [INF, -INF], "c": 1.5})
     assert json.loads(text, parse_constant=pytest.fail) == {

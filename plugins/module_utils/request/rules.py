@@ -401,6 +401,13 @@ PLAYBOOKS = {
         "vars": dict(
             CONNECTION,
             kaiops_rollout_downgrade_method=DOWNGRADE,
+            kaiops_rollout_failure_budget=_v(
+                "number",
+                "give kaiops_rollout_failure_budget as a whole number of clusters, 0 or more "
+                "(default 0: the first failure after the canary stops the waves after it)",
+                whole=True,
+                min=0,
+            ),
             kaiops_rollout_regression_waiver=_v(
                 "person", "write the waiver's reason and approver as text", fields=WAIVER_FIELDS
             ),

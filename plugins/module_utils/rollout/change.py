@@ -474,6 +474,7 @@ DECISIONS = (
     "paused",
     "continued",
     "failed",
+    "not_started",
 )
 
 
@@ -493,7 +494,8 @@ def decide(record):
       the version pair was rehearsed and nothing waives it;
     - on a failed verification gate or a failed upgrade, by the policy: ``rolled_back`` (the
       rollback's verification passed), ``rollback_failed``, ``paused``, ``continued``;
-    - ``failed``: a change step failed and nothing decided it.
+    - ``failed``: a change step failed and nothing decided it;
+    - ``not_started``: an earlier wave failed more than it allows (``rollout/waves.py``).
     """
     gates = record.get("gates") or []
     change = record.get("change") or {}
@@ -501,6 +503,8 @@ def decide(record):
         return "refused"
     if change.get("prior"):
         return "approved"
+    if change.get("not_started"):
+        return "not_started"
     if not change.get("upgrade") and not change.get("rollback"):
         return "failed" if change.get("error") else "proceed"
     verify_failed = failed_in(gates, ("upgrade", "verify"))

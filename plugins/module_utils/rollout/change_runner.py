@@ -43,6 +43,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gov
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import probes as P
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import restore as R
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import waves as W
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
     find_rollout_runs,
     read_report,
@@ -56,6 +57,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.record imp
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import option_path
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import wave_numbers
 
 STALE_KINDS = (
     "stale_reservation_pod",
@@ -63,8 +65,9 @@ STALE_KINDS = (
     "orphan_configmap",
     "unbound_group_pod",
 )
-# A cluster whose change ended so stops the waves after it.
-STOPPING = ("rolled_back", "rollback_failed", "paused", "failed")
+# A cluster whose change ended so has failed in its wave: counted against the wave's failure
+# budget (none for the canary); over it, the waves after it do not start (rollout/waves.py).
+STOPPING = W.FAILED
 # An inventory that read nothing: RBAC is not read either.
 UNREAD = ("unreachable", "unauthorized", "missing", "error", "invalid_input")
 
@@ -88,7 +91,7 @@ def _before(record):
 def run_rollout_policy(module):
     """The failed-gate policy and the waves, judged as request gates."""
     params = module.params
-    data = {k: params.get(k) for k in ("on_failed_gate", "waves", "rate")}
+    data = {k: params.get(k) for k in ("on_failed_gate", "waves", "rate", "failure_budget")}
     record = _journal(params).add("policy", data)
     _exit(module, record, changed=False, well_formed=bool(record.get("request_well_formed")))
 
@@ -105,8 +108,10 @@ def run_rollout_earlier(module):
     _exit(module, journal.add("earlier", {"earlier": earlier}), changed=False)
 
 
-def skip_reason(record, others, peers, check_mode):
-    """Why the change (or rollback.yml's rollback) does not run on the cluster, or None."""
+def skip_reason(record, others, hosts, check_mode):
+    """Why the change (or rollback.yml's rollback) does not run on the cluster, or None.
+    ``hosts``: the play's hosts in order (the waves are made of them), ``others``: the records of
+    the run's other clusters."""
     bad = failed(record.get("gates") or [])
     if (record.get("change") or {}).get("operation") == "rollback":
         if check_mode:
@@ -118,9 +123,15 @@ def skip_reason(record, others, peers, check_mode):
         return None
     if bad:
         return "preflight refused (failed gates: %s)" % ", ".join(g["gate"] for g in bad)
-    stopped = [name for name in peers if (others.get(name) or {}).get("decision") in STOPPING]
+    change = record.get("change") or {}
+    stopped = W.not_started_reason(
+        change.get("wave"),
+        wave_numbers(change.get("waves"), hosts),
+        {name: (others.get(name) or {}).get("decision") for name in hosts},
+        change.get("failure_budget"),
+    )
     if stopped:
-        return "stopped: an earlier wave failed on " + ", ".join(stopped)
+        return stopped
     if check_mode:
         return "check mode (--check): nothing is upgraded, probed or rolled back"
     return None
@@ -132,15 +143,23 @@ def run_rollout_start(module):
     params = module.params
     journal = _journal(params)
     record = journal.record()
-    peers = [p for p in params.get("peers") or [] if p != journal.cluster]
-    reason = skip_reason(record, journal.others() if peers else {}, peers, module.check_mode)
-    if reason:
+    hosts = list(params.get("peers") or [])
+    hosts += [] if journal.cluster in hosts else [journal.cluster]
+    rollback = (record.get("change") or {}).get("operation") == "rollback"
+    if not rollback:  # the cluster's wave, by the computation the play's serial uses
+        record = journal.add(
+            "wave", W.wave_entry(record.get("change") or {}, hosts, journal.cluster)
+        )
+    others = journal.others() if len(hosts) > 1 else {}
+    reason = skip_reason(record, others, hosts, module.check_mode)
+    if reason and reason.startswith(W.NOT_STARTED_TEXT):
+        record, action = journal.add("not_started", {"reason": reason}), "skip"
+    elif reason:
         record, action = journal.add("change_skip", {"reason": reason}), "skip"
     elif (record.get("change") or {}).get("prior") and not record.get("decision"):
         record, action = journal.add("prior", {}), "prior"
     else:
         action = "change"
-    rollback = (record.get("change") or {}).get("operation") == "rollback"
     target = _before(record).get("version") if rollback else None
     _exit(
         module,

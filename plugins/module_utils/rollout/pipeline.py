@@ -360,6 +360,23 @@ def add_before(record, before):
     return out
 
 
+def add_wave(record, wave, position, waves, failure_budget):
+    """The cluster's wave (1: the canary) and place in the play's host order (``rollout/waves.py``)
+    with the failure budget the request gave; recorded before the change starts."""
+    out = _copy(record)
+    change = _change(out)
+    change.update(wave=wave, position=position, wave_count=waves, failure_budget=failure_budget)
+    return out
+
+
+def add_not_started(record, reason):
+    """An earlier wave failed more than it allows: the change never starts here (decision
+    ``not_started``, every change step not run with the reason), never reported as passed."""
+    out = _copy(record)
+    _change(out)["not_started"] = reason
+    return add_change_skip(out, reason)
+
+
 def add_change_skip(record, reason):
     """Every change step not run, with the reason (--check, an earlier wave failed, refused)."""
     out = _copy(record)
