@@ -53,6 +53,10 @@ VARIABLES = {
     "'100%'] (default 1: one cluster at a time); play-level, give it with -e",
     "kaiops_rollout_failure_budget": "clusters per wave after the canary that may fail (and be "
     "rolled back) before the waves after it do not start (default 0; the canary allows none)",
+    "kaiops_rollout_soak_s": "seconds each cluster soaks after its verification passed, then is "
+    "verified again (phase soak; a regressed gate fails it); 0 to 86400, default 0: no soak",
+    "kaiops_rollout_progress_deadline_s": "seconds a cluster's change may take from the start of "
+    "its upgrade to its decision (gate progress_deadline); 0 to 86400, default 0: none",
     "kaiops_rollout_on_failed_gate": "rollback (default), pause, or {policy: continue, decision, "
     "approved_by}",
     "kaiops_rollout_probe_placement": "placement (spec) of the probes that run the GPU probe "

@@ -35,6 +35,20 @@ options:
         allows none whatever the budget.
     type: int
     default: 0
+  soak_s:
+    description:
+      - Seconds each cluster soaks after its verification passed before it is verified again
+        (C(kaiops_rollout_soak_s), judged by the request check); recorded for the role and the
+        report. 0 is no soak.
+    type: int
+    default: 0
+  progress_deadline_s:
+    description:
+      - Seconds a cluster's change may take from the start of its upgrade to its decision
+        (C(kaiops_rollout_progress_deadline_s), judged by the request check); over it the gate
+        C(progress_deadline) fails at the decision. 0 is no deadline.
+    type: int
+    default: 0
   rate:
     description: Cost per available GPU-hour.
     type: raw
@@ -53,6 +67,8 @@ EXAMPLES = r"""
     on_failed_gate: rollback
     waves: [1, "25%", "100%"]
     failure_budget: 1
+    soak_s: 600
+    progress_deadline_s: 1800
 """
 
 RETURN = r"""
@@ -105,6 +121,8 @@ def argspec():
             "on_failed_gate": {"type": "raw"},
             "waves": {"type": "raw"},
             "failure_budget": {"type": "int", "default": 0},
+            "soak_s": {"type": "int", "default": 0},
+            "progress_deadline_s": {"type": "int", "default": 0},
             "rate": {"type": "raw"},
         },
     )

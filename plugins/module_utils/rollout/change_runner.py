@@ -91,7 +91,8 @@ def _before(record):
 def run_rollout_policy(module):
     """The failed-gate policy and the waves, judged as request gates."""
     params = module.params
-    data = {k: params.get(k) for k in ("on_failed_gate", "waves", "rate", "failure_budget")}
+    names = ("on_failed_gate", "waves", "rate", "failure_budget", "soak_s", "progress_deadline_s")
+    data = {k: params.get(k) for k in names}
     record = _journal(params).add("policy", data)
     _exit(module, record, changed=False, well_formed=bool(record.get("request_well_formed")))
 
@@ -191,9 +192,13 @@ def run_rollout_upgrade(module):
 def run_rollout_decision(module, wall=time.time):
     """The failed-gate policy applied to the verification: ``action`` says what comes next."""
     journal = _journal(module.params)
+    now = round(wall(), 3)
+    if (journal.record().get("change") or {}).get("progress_deadline_s"):
+        # The deadline is judged at the decision, before the policy reads the gates.
+        journal.add("progress", {"decided_at": now})
     action = C.next_action(journal.record())
     # The clock of "time to restore after a failed gate" starts at the decision.
-    record = journal.add("decision", {"action": action, "decided_at": round(wall(), 3)})
+    record = journal.add("decision", {"action": action, "decided_at": now})
     _exit(module, record, changed=False, before=_before(record))
 
 
@@ -581,7 +586,7 @@ def verify_inputs(record, phase):
     change = record.get("change") or {}
     thresholds = (record.get("request") or {}).get("thresholds") or {}
     version = (record.get("request") or {}).get("kai_version")
-    if phase != "verify":
+    if phase not in ("verify", "soak"):
         version = (change.get("before") or {}).get("version")
     baseline = (change.get("figures") or {}).get("baseline") or {}
     resume = change.get("resume") or {}
