@@ -31,7 +31,7 @@ PHASE_LABEL = "kaiops.dev/rollout-phase"
 CLUSTER_LABEL = "kaiops.dev/cluster"
 PROBE_IMAGE = "kaiops.dev/gpuprobe:0.1.0"
 GPU = "nvidia.com/gpu"
-PHASES = ("baseline", "verify", "rollback")
+PHASES = ("baseline", "verify", "soak", "rollback")
 KWOK_PLACEMENT = {
     "spec": {
         "nodeSelector": {"type": "kwok"},

@@ -48,6 +48,9 @@ SCHEMA = "kaiops.report/v1"
 RUN_EVIDENCE = ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"]
 # Steps in the order the rollout runs them; a step outside the pipeline (no record) comes first.
 STEP_ORDER = {s["step"]: n for n, s in enumerate(STAGES)}
+# The soak's verification runs only when the request asks for it (not a step of every record):
+# after the verification, before the decision.
+STEP_ORDER["soak"] = STEP_ORDER["verify"] + 0.5
 STEP_ORDER[APPROVAL_STEP] = len(STAGES)  # what the approval rests on, last (rollout/change.py)
 # A failed change step decides as a failed gate does (a helm upgrade cut off); a preflight step
 # that failed has its gate already (or, governance, reports only).
@@ -527,7 +530,7 @@ ROLLBACK_DECISION_TEXT = {
     "rollback_failed": "the rollback did not end verified: act now",
 }
 # The gates the change board shows (the change's own) and those it only counts (before it).
-BOARD_STAGES = ("upgrade", "verify", "rollback", "governance", APPROVAL_STAGE)
+BOARD_STAGES = ("upgrade", "verify", "soak", "rollback", "governance", APPROVAL_STAGE)
 PREFLIGHT_STAGES = ("request", "cluster", "snapshot")
 
 DOWNGRADE_TEXT = {
@@ -630,10 +633,16 @@ def _before_after(change):
     figs = change.get("figures") or {}
     if not (figs.get("baseline") or figs.get("verify")):
         return None
+    rows = side_by_side(figs.get("baseline"), figs.get("verify"))
+    soak = figs.get("soak")
+    if soak:  # the soak's figures beside the verification's, row for row
+        for row, at_end in zip(rows, side_by_side(None, soak)):
+            row["soak"] = at_end["after"]
     return {
         "before": (figs.get("baseline") or {}).get("version") or "-",
         "after": (figs.get("verify") or {}).get("version") or "-",
-        "rows": side_by_side(figs.get("baseline"), figs.get("verify")),
+        "soak": "after a soak of %s s" % change.get("soak_s") if soak else None,
+        "rows": rows,
         "not_measured": None
         if figs.get("baseline")
         else (change.get("baseline_note") or "see the steps"),

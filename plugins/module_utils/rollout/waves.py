@@ -11,6 +11,10 @@
   When an earlier wave failed more than it allows, the cluster is not started (decision
   ``not_started``), never reported as passed (Open Cluster Management's RolloutStrategy:
   mandatory decision groups first, MaxFailures default 0).
+- ``progress_gate``: the progress deadline (Open Cluster Management's ``ProgressDeadline``): a
+  cluster's change, from the start of its upgrade to its decision, took no longer than the
+  request's ``progress_deadline_s``; times not recorded ("no data") fail it, never pass it. The
+  clock reading of the decision is given, never read here.
 - ``fleet``: the report's fleet view - the fleet's decision, one row per cluster in wave order,
   the budget used per wave and the clusters not started.
 """
@@ -19,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import wave_numbers
 
 # A cluster whose change ended so has failed in its wave (counted against the wave's budget).
@@ -70,6 +75,58 @@ def not_started_reason(wave, waves_of, decisions, failure_budget):
             )
         )
     return None
+
+
+def _seconds(value):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == number else None  # NaN is no reading
+
+
+def progress_gate(change, decided_at):
+    """The gate ``progress_deadline`` of a cluster's ``change`` decided at ``decided_at`` (the
+    controller's wall clock, seconds), or None when the request set no deadline. Its stage is
+    the last verification that ran (``soak`` after a soak, else ``verify``); its figure the
+    seconds from the start of the upgrade (``change.upgrade.started_at``) to the decision."""
+    deadline = int(_seconds(change.get("progress_deadline_s")) or 0)
+    if deadline <= 0:
+        return None
+    stage = "soak" if (change.get("figures") or {}).get("soak") else "verify"
+    started = _seconds((change.get("upgrade") or {}).get("started_at"))
+    now = _seconds(decided_at)
+    threshold = "<= %d s from the start of the upgrade to the decision (progress_deadline_s)"
+    if started is None or now is None or now < started:
+        out = gate(
+            stage,
+            "progress_deadline",
+            "no data",
+            threshold % deadline,
+            False,
+            "the times of the upgrade's start and of the decision were not both recorded: no "
+            "data is not a pass",
+            "read the change's steps (did the upgrade start?) and run the change again",
+        )
+    else:
+        took = round(now - started, 1)
+        late = took > deadline
+        out = gate(
+            stage,
+            "progress_deadline",
+            took,
+            threshold % deadline,
+            not late,
+            "the change took %s s, over the progress deadline of %d s" % (took, deadline)
+            if late
+            else "",
+            "find the slow step in the change's steps (upgrade, rollout wait, verification, "
+            "soak) or raise kaiops_rollout_progress_deadline_s with the change owner"
+            if late
+            else "",
+        )
+    out["unit"] = "s"
+    return out
 
 
 def _versions(cluster):
