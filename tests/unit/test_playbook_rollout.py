@@ -352,3 +352,74 @@ def test_rollout_check_over_three_clusters_reports_the_fleet_in_wave_order(
     # the per-cluster sections stay
     assert markdown.index("## Fleet") < markdown.index("c3") and "## Cluster" in markdown
     assert sha256sum_ok(bundle)
+
+
+def test_rollout_check_accepts_a_soak_and_a_progress_deadline_and_records_them(
+    tmp_path, fake_api, monkeypatch
+):
+    """Both asked for: the request passes, and under --check the change does not start, so no
+    soak runs and no deadline is judged; the record keeps what the request asked for."""
+    monkeypatch.setitem(
+        fakeapi.KINDS, ("kai.scheduler/v1", "SchedulingShard"), ("schedulingshards", False)
+    )
+    monkeypatch.setitem(fakeapi.KINDS, ("scheduling.run.ai/v2", "Queue"), ("queues", False))
+    api = fake_api("kai-sharing")
+    api.served |= {"kai.scheduler/v1", "scheduling.run.ai/v2"}
+    helm_dir = tmp_path / "helm-bin"
+    helm_dir.mkdir()
+    (helm_dir / "helm").write_text(FAKE_HELM)
+    (helm_dir / "helm").chmod(stat.S_IRWXU)
+    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
+    done, bundle = rollout(
+        tmp_path,
+        {"c1": host},
+        "--check",
+        "-e",
+        '{"kaiops_rollout_soak_s": 600, "kaiops_rollout_progress_deadline_s": "1800"}',
+        path_first=str(helm_dir),
+    )
+    out = done.stdout + done.stderr
+    assert "Rollout refused" not in out, out
+    cluster = report_of(bundle)["clusters"]["c1"]
+    assert cluster["decision"] == "proceed", out
+    assert (cluster["change"]["soak_s"], cluster["change"]["progress_deadline_s"]) == (600, 1800)
+    gates = {g["gate"] for g in cluster["gates"]}
+    assert "progress_deadline" not in gates and not [
+        g for g in cluster["gates"] if g["stage"] == "soak"
+    ]
+    assert "Soak after the verification" in out  # the task is in the play, skipped
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "message"),
+    [
+        (
+            "kaiops_rollout_soak_s=-1",
+            "kaiops_rollout_soak_s",
+            "must be between 0 and 86400, got -1",
+        ),
+        (
+            "kaiops_rollout_soak_s=abc",
+            "kaiops_rollout_soak_s",
+            "must be a number, got a string ('abc')",
+        ),
+        (
+            '{"kaiops_rollout_progress_deadline_s": 1e9}',
+            "kaiops_rollout_progress_deadline_s",
+            "must be between 0 and 86400, got 1000000000.0",
+        ),
+    ],
+    ids=["soak-negative", "soak-text", "deadline-huge"],
+)
+def test_rollout_refuses_a_soak_or_deadline_that_is_not_seconds_before_any_cluster(
+    tmp_path, fake_api, extra, field, message
+):
+    api = fake_api("kai-sharing")
+    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
+    done, bundle = rollout(tmp_path, {"c1": host}, "-e", extra)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Rollout refused for c1: " in out and "%s: %s" % (field, message) in out, out
+    assert "give %s as a whole number of seconds, 0 to 86400" % field in out
+    assert api.requests == []  # no connection reached the API server
+    assert report_of(bundle)["decision"] == "refused"

@@ -64,7 +64,13 @@ def test_progress_gate_measures_the_upgrades_start_to_the_decision(
 
 @pytest.mark.parametrize(
     ("started_at", "decided_at"),
-    [(None, 1100.0), ("not a time", 1100.0), (1000.0, None), (float("nan"), 1100.0), (1200.0, 1100.0)],
+    [
+        (None, 1100.0),
+        ("not a time", 1100.0),
+        (1000.0, None),
+        (float("nan"), 1100.0),
+        (1200.0, 1100.0),
+    ],
 )
 def test_progress_gate_fails_on_no_data(started_at, decided_at):
     found = W.progress_gate(change(started_at=started_at), decided_at)
@@ -94,7 +100,7 @@ def upgraded(**extra):
                 "policy": {"policy": "rollback", "source": "default"},
                 "soak_s": 300,
             },
-            **extra
+            **extra,
         ),
     }
 
@@ -141,9 +147,7 @@ def test_a_pause_policy_answers_a_regressed_soak_too(fake_module):
 
 @pytest.mark.parametrize(("now", "action"), [(1059.0, "none"), (1061.0, "rollback")])
 def test_the_decision_judges_the_progress_deadline_by_its_clock(fake_module, now, action):
-    record = pipeline.add_figures(
-        upgraded(progress_deadline_s=60), "verify", figures(), THRESHOLDS
-    )
+    record = pipeline.add_figures(upgraded(progress_deadline_s=60), "verify", figures(), THRESHOLDS)
     decided = step(fake_module, record=record, decision={}, wall=lambda: now)
     assert decided["action"] == action
     gate = [g for g in decided["record"]["gates"] if g["gate"] == "progress_deadline"]
