@@ -636,8 +636,9 @@ def _before_after(change):
     rows = side_by_side(figs.get("baseline"), figs.get("verify"))
     soak = figs.get("soak")
     if soak:  # the soak's figures beside the verification's, row for row
-        for row, at_end in zip(rows, side_by_side(None, soak)):
-            row["soak"] = at_end["after"]
+        at_end = {r["figure"]: r["after"] for r in side_by_side(None, soak)}
+        for row in rows:
+            row["soak"] = at_end[row["figure"]]
     return {
         "before": (figs.get("baseline") or {}).get("version") or "-",
         "after": (figs.get("verify") or {}).get("version") or "-",
