@@ -23,6 +23,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import wave_numbers
 
@@ -82,7 +84,7 @@ def _seconds(value):
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return number if number == number else None  # NaN is no reading
+    return None if math.isnan(number) else number  # NaN is no reading
 
 
 def progress_gate(change, decided_at):
