@@ -116,68 +116,15 @@ molecule: venv ## Molecule scenarios against the running lab (all of them, then 
 	done; \
 	if [ -n "$$failed" ]; then echo "molecule: failed:$$failed"; exit 1; fi
 
-# Recovery runs right after the upgrade, while a bind of the kept damage may be in flight: the
-# binder waits up to its reservation allocation timeout (40 s) before it retries, so the window
-# is at least that and a retry (it ends as soon as nothing is pending).
-DRILL_RECOVERY_FLOOR_S = 60
-# Recovery's documented steps on the drill's own leftovers (the planted namespace only).
-DRILL_RECOVERY_STEPS = ["delete_failed_bindrequests", "delete_dataless_configmaps", "delete_orphan_configmaps"]
-
+# The change window itself is hack/drill.sh (its steps, their order and what it prints are
+# described there); make hands it the venv, the lab's python and the inputs below.
 # DRILL_ARGS: added to every playbook of the drill, e.g. -e '{"kaiops_kai_chart_ref": "<dir>/kai-scheduler-{version}.tgz"}'
 # for a real KAI installed from bundles (make drill KAI_BUNDLE=<pre bundle> DRILL_ARGS=...).
 DRILL_ARGS ?=
-drill: venv lab-deps ## the change window on the lab: lab up (pre), inventory, reproduce, the rollback rehearsed (rollout to patched, rollback.yml back), rollout to patched, recovery; prints the report and its decision
-	$(MAKE) --no-print-directory lab-up
-	@# The lab's installed pair goes to the rollout (what make -s kai-versions prints): the version under test,
-	@# kaiops_kai_version, is the pair's patched release; the rollback target,
-	@# kaiops_rollout_rollback_target, the release the lab installed (KAI_VERSION, default pre).
-	@# Steps, each timed: the read-only inventory (the pre-patch build exposed); reproduce (the regression
-	@# evidence the rollout requires); the rollback rehearsal an approval needs - rollout.yml to patched
-	@# (not_approved without a rehearsal on record: expected; it leaves the lab on patched), then
-	@# rollback.yml from that bundle back to the installed release, verified (a failed rehearsal ends the
-	@# drill); damage the pre-patch build leaves (reproduce's nil-data case, its namespace kept);
-	@# rollout.yml to patched (upgrade, verify, on a failed gate roll back; approved on the rehearsal); recovery.yml
-	@# with the documented steps on that damage, its window from the rollout's measured submit-to-Running
-	@# p95; the planted namespace removed. The lab's kubectl and helm first on PATH. The report's place
-	@# is printed whatever the verdict, from the evidence root option (ansible.cfg [kaiops_evidence] root,
-	@# read back with ansible-config; relative to the folder of ansible.cfg). Exit 0 when approved.
-	@eval "$$($(LAB) env)"; eval "$$(PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab.kai versions 2>/dev/null)"; \
-	installed="$(KAI_VERSION)"; \
-	case "$$installed" in ""|pre) installed="$$pre";; patched) installed="$$patched";; none) installed="";; esac; \
-	root=$$($(VENV_ENV) $(VENV)/bin/ansible-config dump -t callback kaiops.runbooks.evidence --format json 2>/dev/null \
-	  | $(PY) -c 'import json,sys; print(next(o["value"] for d in json.load(sys.stdin) for v in d.values() for o in v if o["name"] == "root"))'); \
-	case "$$root" in /*) ;; *) root="$(CURDIR)/$$root";; esac; \
-	ap() { $(VENV_ENV) $(ANSIBLE_PLAYBOOK) "$$@" $(DRILL_ARGS); }; t0=$$SECONDS; times=""; \
-	step() { s=$$SECONDS; echo; echo "== drill: $$1"; shift; "$$@"; r=$$?; times="$$times$$(printf '%-28s %4ss exit %s' "$$name" $$((SECONDS - s)) $$r)\n"; return $$r; }; \
-	name=inventory; step "inventory (read-only): is the pre-patch build exposed?" ap playbooks/inventory.yml || exit $$?; \
-	name=reproduce; step "reproduce: the regression evidence for $$patched" ap playbooks/reproduce.yml || exit $$?; \
-	name=rehearse-forward; step "rehearsal, forward: rollout.yml to $$patched (not approved without a rehearsal on record: expected)" ap rollout.yml \
-	  $${patched:+-e kaiops_kai_version=$$patched} $${installed:+-e kaiops_rollout_rollback_target=$$installed}; \
-	forward="$$(readlink -f "$$root/latest")"; \
-	name=rehearse-back; step "rehearsal, back: rollback.yml from $$(basename "$$forward") to $${installed:-the release before}, verified" ap playbooks/rollback.yml \
-	  -e "kaiops_rollout_rollback_bundle=$$forward"; \
-	rrc=$$?; rehearsal="$$(readlink -f "$$root/latest")"; \
-	if [ $$rrc != 0 ]; then echo; printf "$$times"; echo "rehearsal: $$rehearsal/report.md"; \
-	  echo "the rollback rehearsal did not end verified (exit $$rrc): no rollout without it"; exit $$rrc; fi; \
-	name=damage; step "the damage the pre-patch build leaves (nil-data case, namespace kept)" ap playbooks/reproduce.yml \
-	  -e '{"kaiops_reproduce_cases": ["nil_data"], "kaiops_reproduce_builds": ["pre"], "kaiops_reproduce_install": false, "kaiops_reproduce_keep_namespaces": true}'; \
-	damaged=$$(kubectl get ns -l kaiops.dev/created-by=reproduce,kaiops.dev/reproduce-case=nil_data --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[-1:].metadata.name}' 2>/dev/null); \
-	name=rollout; step "rollout.yml to $$patched" ap rollout.yml \
-	  $${patched:+-e kaiops_kai_version=$$patched} $${installed:+-e kaiops_rollout_rollback_target=$$installed}; \
-	rc=$$?; report="$$(readlink -f "$$root/latest")"; \
-	p95=$$($(PY) -c 'import json,sys; c=json.load(open(sys.argv[1]))["clusters"]; print(max([((x.get("change") or {}).get("figures") or {}).get("verify", {}).get("submit_to_running", {}).get("p95_s") or 0 for x in c.values()] or [0]))' "$$report/report.json" 2>/dev/null || echo 0); \
-	if [ -n "$$damaged" ]; then \
-	  name=recovery; step "recovery.yml on $$damaged (window from the rollout's submit-to-Running p95 $${p95}s)" ap playbooks/recovery.yml \
-	    -e '{"kaiops_recovery_steps": $(DRILL_RECOVERY_STEPS), "kai_recovery_min_age_s": 0, "kai_recovery_window_multiplier": 10, "kai_recovery_window_floor_s": $(DRILL_RECOVERY_FLOOR_S)}' \
-	    -e "{\"kai_recovery_namespaces\": [\"$$damaged\"], \"kai_recovery_window_baseline_s\": $${p95:-0}, \"kai_recovery_window_baseline_source\": \"rollout verification p95, $$(basename $$report)\"}"; \
-	  recovery="$$(readlink -f "$$root/latest")"; \
-	  kubectl delete namespace "$$damaged" --wait=false >/dev/null 2>&1; \
-	fi; \
-	decision=$$($(PY) -c 'import json,sys; print(json.load(open(sys.argv[1]))["decision"])' "$$report/report.json" 2>/dev/null || echo unknown); \
-	echo; printf "$$times"; echo "drill end to end: $$((SECONDS - t0)) s (after lab-up)"; \
-	echo "rehearsal: $$rehearsal/report.md"; [ -n "$$recovery" ] && echo "recovery: $$recovery/recovery.md"; \
-	echo "report: $$report/report.md"; echo "decision: $$decision (rollout exit status $$rc)"; \
-	if [ "$$decision" = approved ]; then exit 0; fi; exit $$(( rc ? rc : 2 ))
+# A make value as one single-quoted shell word (DRILL_ARGS holds quotes of its own).
+shell_quote = '$(subst ','\'',$(1))'
+drill: venv lab-deps lab-up ## the change window on the lab: lab up (pre), inventory, reproduce, the rollback rehearsed (rollout to patched, rollback.yml back), rollout to patched, recovery; prints the report and its decision
+	@VENV="$(VENV)" PY="$(PY)" LAB_PY="$(LAB_PY)" ANSIBLE_PLAYBOOK="$(ANSIBLE_PLAYBOOK)" KAI_VERSION="$(KAI_VERSION)" DRILL_ARGS=$(call shell_quote,$(DRILL_ARGS)) hack/drill.sh
 
 # Evidence bundles are <UTC start>-<playbook>-<id> folders, so their names sort by time. The one
 # evidence/latest points at is always kept, and nothing else in evidence/ is touched. A lab state

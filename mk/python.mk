@@ -19,7 +19,7 @@ ANTSIBULL_CHANGELOG := $(VENV)/bin/antsibull-changelog
 # Tools in the venv come first on PATH for every recipe that uses them.
 VENV_ENV := PATH="$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(VENV)"
 
-.PHONY: venv lint unit galaxy-build ee-create
+.PHONY: venv lint unit galaxy-build ee-create code-figures
 
 venv: $(VENV_STAMP) ## build the Python venv (reused while the requirements files are unchanged)
 
@@ -40,6 +40,11 @@ lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, 
 	$(VENV_ENV) $(ANTSIBULL_CHANGELOG) lint
 	$(MAKE) --no-print-directory ee-create
 	$(MAKE) --no-print-directory sanity
+
+# Issue 20's before and after figures, printed the same way on any checkout (standard library
+# only: no venv needed).
+code-figures: ## lines per package under plugins/module_utils, the 10 longest functions in plugins/ with their cyclomatic complexity, how many are over 60 lines or CC 20
+	@$(PYTHON3) tools/code_figures.py
 
 # pytest-xdist: the unit tests that run ansible-playbook spend most of their time in a child
 # process, so one worker per CPU (auto) halves the stage on 2 cores; UNIT_WORKERS=0 runs them in

@@ -39,17 +39,14 @@ _value:
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (  # noqa: E402
-    read_waves,
+    serial_list,
 )
 
 
 def serial(value):
-    """The serial list for ``value``: the waves as read, or [1] when they are refused."""
-    try:
-        waves, problem = read_waves(value)
-    except Exception:  # noqa: BLE001 - a serial must never crash the play
-        return [1]
-    return [1] if problem or not waves else waves
+    """The serial list for ``value``: the waves as read, or [1] when they are refused (the
+    rollout's failure budget reads the waves through the same ``serial_list``)."""
+    return serial_list(value)
 
 
 class FilterModule(object):

@@ -15,7 +15,10 @@ these names, whatever playbook reads it (``inventories/example/`` sets each of t
   its value follows) and whether the rollout needs it. Values are numbers; numeric text
   (``"300"``, ``" 300 "``, as ``-e`` gives it) is read as the number it says.
 - ``read_waves``: the waves of a change (``kaiops_rollout_waves``) as Ansible's ``serial``, the
-  one rule the rollout, the request check of every playbook and the ``serial`` filter read by.
+  one rule the rollout, the request check of every playbook and the ``serial`` filter read by;
+  ``serial_list`` the play's serial from them and ``wave_batches`` / ``wave_numbers`` the waves
+  Ansible makes of the play's hosts with it (the ``serial`` filter and the rollout's failure
+  budget share them).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -48,6 +51,12 @@ VARIABLES = {
     # The change window (rollout.yml, rollback.yml).
     "kaiops_rollout_waves": "Ansible serial of the change: clusters per wave, e.g. [1, '25%', "
     "'100%'] (default 1: one cluster at a time); play-level, give it with -e",
+    "kaiops_rollout_failure_budget": "clusters per wave after the canary that may fail (and be "
+    "rolled back) before the waves after it do not start (default 0; the canary allows none)",
+    "kaiops_rollout_soak_s": "seconds each cluster soaks after its verification passed, then is "
+    "verified again (phase soak; a regressed gate fails it); 0 to 86400, default 0: no soak",
+    "kaiops_rollout_progress_deadline_s": "seconds a cluster's change may take from the start of "
+    "its upgrade to its decision (gate progress_deadline); 0 to 86400, default 0: none",
     "kaiops_rollout_on_failed_gate": "rollback (default), pause, or {policy: continue, decision, "
     "approved_by}",
     "kaiops_rollout_probe_placement": "placement (spec) of the probes that run the GPU probe "
@@ -210,6 +219,40 @@ def read_waves(value):
                 item,
             )
     return out, None
+
+
+def serial_list(value):
+    """The play's serial for ``value``: the waves as read, or [1] (one cluster at a time) when the
+    rule refuses them - the request has refused every cluster then, so nothing changes."""
+    try:
+        waves, problem = read_waves(value)
+    except Exception:  # noqa: BLE001 - a serial must never crash the play
+        return [1]
+    return [1] if problem or not waves else waves
+
+
+def _batch_size(item, hosts):
+    """Ansible's ``pct_to_int``: a percentage of every host of the play, at least 1."""
+    if isinstance(item, str) and item.endswith("%"):
+        return int(int(item[:-1]) / 100.0 * hosts) or 1
+    return int(item)
+
+
+def wave_batches(value, hosts):
+    """The hosts of each wave, as Ansible's serial splits the play's hosts (in their order) for
+    ``serial_list(value)``: the last wave size repeats until every host is in a wave
+    (``PlaybookExecutor._get_serialized_batches``)."""
+    sizes, left, batches = serial_list(value), list(hosts), []
+    while left:
+        size = _batch_size(sizes[min(len(batches), len(sizes) - 1)], len(hosts))
+        batches.append(left[:size])
+        left = left[size:]
+    return batches
+
+
+def wave_numbers(value, hosts):
+    """{host: its wave, 1 for the first (the canary)} by ``wave_batches``."""
+    return {host: n for n, batch in enumerate(wave_batches(value, hosts), 1) for host in batch}
 
 
 def threshold_rule(name):

@@ -28,6 +28,27 @@ options:
   waves:
     description: The waves (C(kaiops_rollout_waves)).
     type: raw
+  failure_budget:
+    description:
+      - Clusters per wave after the first (the canary) that may fail before the waves after it
+        do not start (C(kaiops_rollout_failure_budget), judged by the request check). The canary
+        allows none whatever the budget.
+    type: int
+    default: 0
+  soak_s:
+    description:
+      - Seconds each cluster soaks after its verification passed before it is verified again
+        (C(kaiops_rollout_soak_s), judged by the request check); recorded for the role and the
+        report. 0 is no soak.
+    type: int
+    default: 0
+  progress_deadline_s:
+    description:
+      - Seconds a cluster's change may take from the start of its upgrade to its decision
+        (C(kaiops_rollout_progress_deadline_s), judged by the request check); over it the gate
+        C(progress_deadline) fails at the decision. 0 is no deadline.
+    type: int
+    default: 0
   rate:
     description: Cost per available GPU-hour.
     type: raw
@@ -45,6 +66,9 @@ EXAMPLES = r"""
   kaiops.runbooks.kai_rollout_policy:
     on_failed_gate: rollback
     waves: [1, "25%", "100%"]
+    failure_budget: 1
+    soak_s: 600
+    progress_deadline_s: 1800
 """
 
 RETURN = r"""
@@ -96,6 +120,9 @@ def argspec():
         {
             "on_failed_gate": {"type": "raw"},
             "waves": {"type": "raw"},
+            "failure_budget": {"type": "int", "default": 0},
+            "soak_s": {"type": "int", "default": 0},
+            "progress_deadline_s": {"type": "int", "default": 0},
             "rate": {"type": "raw"},
         },
     )

@@ -14,9 +14,12 @@ version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
 description:
+  - The cluster's wave (its batch of the play's serial over O(peers), 1 the canary) is recorded
+    first.
   - RV(action) is C(skip) when the change does not run - a failed preflight gate, an earlier wave
-    that failed on one of O(peers), or C(--check) (for rollback.yml, C(--check) or a refused
-    bundle) - and every change step is recorded as not run with that reason.
+    that failed more than it allows (the canary none, later waves the failure budget; the
+    cluster is then decided C(not_started)), or C(--check) (for rollback.yml, C(--check) or a
+    refused bundle) - and every change step is recorded as not run with that reason.
   - RV(action) is C(prior) when an approved run of this change at the revision that runs now
     stands - nothing is upgraded or probed again.
   - RV(action) is C(change) otherwise; RV(kai_version) is the version to install.
@@ -27,8 +30,8 @@ extends_documentation_fragment:
 options:
   peers:
     description:
-      - The play's clusters (C(ansible_play_hosts_all)); a change that ended rolled back, paused
-        or failed on one of them stops the waves after it.
+      - The play's clusters in its order (C(ansible_play_hosts_all)), the waves are made of; a
+        change that ended rolled back, paused or failed counts against its wave's failure budget.
     type: list
     elements: str
     default: []

@@ -28,11 +28,12 @@ description:
     the change began), queue age, valid completions and idle GPU capacity. A bind is a pod with a
     node, never an event.
   - O(phase=baseline) only records the figures (before the change, on the version that runs);
-    O(phase=verify) (on the version under test, the request's C(kai_version)) and
-    O(phase=rollback) (on the version recorded before the change) judge them as gates against
-    the request's thresholds; the version, the thresholds and the
-    figures before the change are read from the cluster's record in the run's journal, and the
-    figures are added to it. Evidence in C(verify/<cluster>/<phase>/).
+    O(phase=verify) (on the version under test, the request's C(kai_version)),
+    O(phase=soak) (the same version and gates, again at the end of the soak,
+    C(kaiops_rollout_soak_s), stage C(soak)) and O(phase=rollback) (on the version recorded
+    before the change) judge them as gates against the request's thresholds; the version, the
+    thresholds and the figures before the change are read from the cluster's record in the
+    run's journal, and the figures are added to it. Evidence in C(verify/<cluster>/<phase>/).
   - O(phase=baseline) on a cluster that runs the version under test already records why no
     baseline is measured, probes nothing and returns skipped.
 extends_documentation_fragment:
@@ -45,7 +46,7 @@ options:
   phase:
     description: Which verification.
     type: str
-    choices: [baseline, verify, rollback]
+    choices: [baseline, verify, soak, rollback]
     required: true
   run_id:
     description: The run's id (namespace name and labels).
@@ -172,7 +173,7 @@ def argspec():
         {
             "phase": {
                 "type": "str",
-                "choices": ["baseline", "verify", "rollback"],
+                "choices": ["baseline", "verify", "soak", "rollback"],
                 "required": True,
             },
             "run_id": {"type": "str", "required": True},

@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 import fakeapi
 import playbook_run
 import pytest
+import yaml
 from conftest import PATCHED, PRE, THRESHOLDS
 from test_playbook_inventory import events, sha256sum_ok
 
@@ -282,3 +283,143 @@ def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
             open(os.path.join(snapshot, "05-secret", "kai-scheduler", name))
         )
     assert sha256sum_ok(bundle)
+
+
+def test_rollout_check_over_three_clusters_reports_the_fleet_in_wave_order(
+    tmp_path, fake_api, monkeypatch
+):
+    """Three clusters in the play's order c3, c1, c2 and waves [1, 2]: c3 is the canary (wave 1),
+    c1 and c2 wave 2. Under --check nothing changes, so the fleet view lists the three in wave
+    order, none approved (no cluster that did not run is reported as passed), the fleet's
+    decision says which, and the run fails."""
+    monkeypatch.setitem(
+        fakeapi.KINDS, ("kai.scheduler/v1", "SchedulingShard"), ("schedulingshards", False)
+    )
+    monkeypatch.setitem(fakeapi.KINDS, ("scheduling.run.ai/v2", "Queue"), ("queues", False))
+    api = fake_api("kai-sharing")
+    api.served |= {"kai.scheduler/v1", "scheduling.run.ai/v2"}
+    helm_dir = tmp_path / "helm-bin"
+    helm_dir.mkdir()
+    (helm_dir / "helm").write_text(FAKE_HELM)
+    (helm_dir / "helm").chmod(stat.S_IRWXU)
+    host = dict(
+        REQUEST,
+        kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"),
+        kaiops_rollout_rehearsal_waiver={"reason": "unit test", "approved_by": "cab"},
+    )
+    inventory = tmp_path / "hosts.yml"
+    # the play's host order is the inventory's: written unsorted
+    hosts = {name: dict(host) for name in ("c3", "c1", "c2")}
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": hosts}}, sort_keys=False))
+    done, bundle = playbook_run.run_playbook(
+        tmp_path,
+        "rollout.yml",
+        inventory,
+        "--check",
+        "-e",
+        '{"kaiops_rollout_waves": [1, 2], "kaiops_rollout_failure_budget": 1}',
+        path_first=str(helm_dir),
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    report = report_of(bundle)
+    fleet = report["fleet"]
+    assert [(r["wave"], r["cluster"]) for r in fleet["rows"]] == [(1, "c3"), (2, "c1"), (2, "c2")]
+    assert [r["decision"] for r in fleet["rows"]] == ["proceed"] * 3
+    assert fleet["decision"] == "not_approved" and report["decision"] == "proceed"
+    assert [c["cluster"] for c in fleet["not_approved"]] == ["c3", "c1", "c2"]
+    assert [(w["wave"], w["allowed"], w["spent"]) for w in fleet["waves"]] == [
+        (1, 0, False),
+        (2, 1, False),
+    ]
+    assert fleet["not_started"] == []
+    for name in ("c1", "c2", "c3"):
+        assert report["clusters"][name]["change"]["wave"] == (1 if name == "c3" else 2)
+    markdown = open(os.path.join(bundle, "report.md")).read()
+    fleet_md = markdown.split("## Fleet", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "Fleet decision: **NOT_APPROVED** - not approved: c3 PROCEED, c1 PROCEED, c2 PROCEED"
+        in (fleet_md)
+    )
+    lines = [line for line in fleet_md.splitlines() if line.startswith("| ") and "**" in line]
+    assert [line.split(" | ")[:2] for line in lines] == [
+        ["| 1", "c3"],
+        ["| 2", "c1"],
+        ["| 2", "c2"],
+    ]
+    assert "APPROVED**" not in "".join(lines).replace("NOT_APPROVED", "")
+    assert "wave 1 (canary) 0/0; wave 2 0/1" in fleet_md and "Not started: none." in fleet_md
+    # the per-cluster sections stay
+    assert markdown.index("## Fleet") < markdown.index("c3") and "## Cluster" in markdown
+    assert sha256sum_ok(bundle)
+
+
+def test_rollout_check_accepts_a_soak_and_a_progress_deadline_and_records_them(
+    tmp_path, fake_api, monkeypatch
+):
+    """Both asked for: the request passes, and under --check the change does not start, so no
+    soak runs and no deadline is judged; the record keeps what the request asked for."""
+    monkeypatch.setitem(
+        fakeapi.KINDS, ("kai.scheduler/v1", "SchedulingShard"), ("schedulingshards", False)
+    )
+    monkeypatch.setitem(fakeapi.KINDS, ("scheduling.run.ai/v2", "Queue"), ("queues", False))
+    api = fake_api("kai-sharing")
+    api.served |= {"kai.scheduler/v1", "scheduling.run.ai/v2"}
+    helm_dir = tmp_path / "helm-bin"
+    helm_dir.mkdir()
+    (helm_dir / "helm").write_text(FAKE_HELM)
+    (helm_dir / "helm").chmod(stat.S_IRWXU)
+    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
+    done, bundle = rollout(
+        tmp_path,
+        {"c1": host},
+        "--check",
+        "-e",
+        '{"kaiops_rollout_soak_s": 600, "kaiops_rollout_progress_deadline_s": "1800"}',
+        path_first=str(helm_dir),
+    )
+    out = done.stdout + done.stderr
+    assert "Rollout refused" not in out, out
+    cluster = report_of(bundle)["clusters"]["c1"]
+    assert cluster["decision"] == "proceed", out
+    assert (cluster["change"]["soak_s"], cluster["change"]["progress_deadline_s"]) == (600, 1800)
+    gates = {g["gate"] for g in cluster["gates"]}
+    assert "progress_deadline" not in gates and not [
+        g for g in cluster["gates"] if g["stage"] == "soak"
+    ]
+    assert "Soak after the verification" in out  # the task is in the play, skipped
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "message"),
+    [
+        (
+            "kaiops_rollout_soak_s=-1",
+            "kaiops_rollout_soak_s",
+            "must be between 0 and 86400, got -1",
+        ),
+        (
+            "kaiops_rollout_soak_s=abc",
+            "kaiops_rollout_soak_s",
+            "must be a number, got a string ('abc')",
+        ),
+        (
+            '{"kaiops_rollout_progress_deadline_s": 1e9}',
+            "kaiops_rollout_progress_deadline_s",
+            "must be between 0 and 86400, got 1000000000.0",
+        ),
+    ],
+    ids=["soak-negative", "soak-text", "deadline-huge"],
+)
+def test_rollout_refuses_a_soak_or_deadline_that_is_not_seconds_before_any_cluster(
+    tmp_path, fake_api, extra, field, message
+):
+    api = fake_api("kai-sharing")
+    host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
+    done, bundle = rollout(tmp_path, {"c1": host}, "-e", extra)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Rollout refused for c1: " in out and "%s: %s" % (field, message) in out, out
+    assert "give %s as a whole number of seconds, 0 to 86400" % field in out
+    assert api.requests == []  # no connection reached the API server
+    assert report_of(bundle)["decision"] == "refused"

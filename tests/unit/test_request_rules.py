@@ -88,6 +88,62 @@ def test_request_refuses_a_latency_baseline_factor_out_of_bounds(value):
     assert "latency_baseline_factor" in result["problems"][0]["message"]
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (-1, "must be 0 or more, got -1"),
+        (1.5, "must be a whole number, got 1.5"),
+        ("two", "must be a number, got a string ('two')"),
+        (True, "must be a number, got a boolean (true)"),
+        (NAN, "must be a finite number"),
+        ([1], "must be a number, got a list"),
+    ],
+)
+def test_rollout_refuses_a_failure_budget_that_is_not_a_whole_number_of_clusters(value, says):
+    result = rules.check("rollout", {"kaiops_rollout_failure_budget": value})
+    assert fields(result) == ["kaiops_rollout_failure_budget"]
+    problem = result["problems"][0]
+    assert says in problem["message"]
+    assert "whole number of clusters, 0 or more" in problem["fix"]
+
+
+@pytest.mark.parametrize("value", [0, 2, "3"])
+def test_rollout_takes_a_failure_budget_of_whole_clusters(value):
+    result = rules.check("rollout", {"kaiops_rollout_failure_budget": value})
+    assert "kaiops_rollout_failure_budget" not in fields(result)
+
+
+SOAK_AND_DEADLINE = ("kaiops_rollout_soak_s", "kaiops_rollout_progress_deadline_s")
+
+
+@pytest.mark.parametrize("name", SOAK_AND_DEADLINE)
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (-1, "must be between 0 and 86400, got -1"),
+        (1e9, "must be between 0 and 86400, got 1000000000.0"),
+        (86401, "must be between 0 and 86400, got 86401"),
+        (2.5, "must be a whole number, got 2.5"),
+        ("abc", "must be a number, got a string ('abc')"),
+        (True, "must be a number, got a boolean (true)"),
+        (NAN, "must be a finite number"),
+        ({"s": 1}, "must be a number, got a mapping"),
+    ],
+)
+def test_rollout_refuses_a_soak_or_deadline_that_is_not_whole_seconds(name, value, says):
+    result = rules.check("rollout", {name: value})
+    assert fields(result) == [name]
+    problem = result["problems"][0]
+    assert says in problem["message"]
+    assert problem["fix"].startswith("give %s as a whole number of seconds, 0 to 86400" % name)
+
+
+@pytest.mark.parametrize("name", SOAK_AND_DEADLINE)
+@pytest.mark.parametrize("value", [0, 1, 600, "300", 86400])
+def test_rollout_takes_a_soak_or_deadline_of_whole_seconds(name, value):
+    assert name not in fields(rules.check("rollout", {name: value}))
+
+
 def test_canonical_json_is_always_json():
     text = canonical_json({"a": NAN, "b": [INF, -INF], "c": 1.5})
     assert json.loads(text, parse_constant=pytest.fail) == {

@@ -123,7 +123,7 @@ def test_step_policy_then_skip_decides_proceed(fake_module):
             {"lab-b": "rolled_back", "lab-c": "paused", "lab-d": "approved"},
             True,
             "skip",
-            "stopped: an earlier wave failed on lab-b, lab-c",
+            "not started: the canary (wave 1) failed on lab-b",
         ),
         (
             [],
@@ -139,8 +139,9 @@ def test_step_policy_then_skip_decides_proceed(fake_module):
 def test_the_change_starts_unless_preflight_an_earlier_wave_or_check_mode_stops_it(
     fake_module, tmp_path, gates, peers, check_mode, action, reason
 ):
-    """The rules the role's when: lines held: preflight first, then a peer whose change ended
-    rolled back, failed or paused (read from the run's journal), then --check."""
+    """The rules the role's when: lines held: preflight first, then an earlier wave (one cluster
+    each, the default waves; the peers come before lab in the play) whose change ended rolled
+    back, failed or paused beyond its budget (read from the run's journal), then --check."""
     for name, decision in peers.items():
         RolloutRecord(str(tmp_path), name).add(
             "request", {"record": {"cluster": name, "decision": decision}}
@@ -150,13 +151,17 @@ def test_the_change_starts_unless_preflight_an_earlier_wave_or_check_mode_stops_
     out = step(
         fake_module,
         record=rec,
-        start={"peers": ["lab", *peers]},
+        start={"peers": [*peers, "lab"]},
         check_mode=check_mode,
         evidence_dir=str(tmp_path),
     )
     assert out["action"] == action and out["kai_version"] == PATCHED
     skipped = [s["reason"] for s in out["record"]["steps"] if s["status"] == "not_run"]
     assert skipped == ([reason] * 5 if reason else [])
+    # a cluster an earlier wave stopped is not started, never passed; its wave is recorded
+    stopped = reason and reason.startswith("not started")
+    assert (out["decision"] == "not_started") == bool(stopped)
+    assert out["record"]["change"]["wave"] == len(peers) + 1
 
 
 def test_the_rollback_starts_unless_check_mode_or_a_refused_bundle_stops_it(fake_module):

@@ -60,8 +60,16 @@ def steps():
         ("request", {"record": started}, lambda r: started),
         (
             "policy",
-            {"on_failed_gate": None, "waves": [1], "rate": 2.5},
-            lambda r: dict(pipeline.add_policy(r, None, [1]), change={"rate": 2.5, **_chg(r)}),
+            {"on_failed_gate": None, "waves": [1], "rate": 2.5, "failure_budget": 1},
+            lambda r: dict(
+                pipeline.add_policy(r, None, [1]),
+                change={"rate": 2.5, "failure_budget": 1, **_chg(r)},
+            ),
+        ),
+        (
+            "wave",
+            {"wave": 2, "position": 1, "waves": 3, "budget": 1},
+            lambda r: pipeline.add_wave(r, 2, 1, 3, 1),
         ),
         ("earlier", {"earlier": {"interrupted": []}}, lambda r: pipeline.add_earlier(r, {})),
         (
@@ -141,11 +149,11 @@ def test_the_record_is_the_fold_of_the_journal(tmp_path):
 
 def test_an_interrupted_runs_journal_gives_the_record_it_had(tmp_path):
     journal = R.RolloutRecord(str(tmp_path), "lab")
-    for kind, data, _rule in steps()[:7]:
+    for kind, data, _rule in steps()[:8]:
         journal.add(kind, data)
     recorded = journal.record()
     with open(journal.journal.path, "a") as handle:
-        handle.write('{"seq": 8, "subject": "lab", "type": "upgr')  # the run was killed here
+        handle.write('{"seq": 9, "subject": "lab", "type": "upgr')  # the run was killed here
     again = R.RolloutRecord(str(tmp_path), "lab").record()
     assert again == recorded and again["change"]["before"]["revision"] == 2
 

@@ -423,6 +423,29 @@ PLAYBOOKS = {
                 max=64,
                 whole=True,
             ),
+            kaiops_rollout_failure_budget=_v(
+                "number",
+                "give kaiops_rollout_failure_budget as a whole number of clusters, 0 or more "
+                "(default 0: the first failure after the canary stops the waves after it)",
+                whole=True,
+                min=0,
+            ),
+            kaiops_rollout_soak_s=_v(
+                "number",
+                "give kaiops_rollout_soak_s as a whole number of seconds, 0 to 86400 (default 0: "
+                "no soak after the verification)",
+                whole=True,
+                min=0,
+                max=86400,
+            ),
+            kaiops_rollout_progress_deadline_s=_v(
+                "number",
+                "give kaiops_rollout_progress_deadline_s as a whole number of seconds, 0 to 86400 "
+                "(default 0: no deadline from the upgrade's start to the decision)",
+                whole=True,
+                min=0,
+                max=86400,
+            ),
             kaiops_rollout_regression_waiver=_v(
                 "person", "write the waiver's reason and approver as text", fields=WAIVER_FIELDS
             ),

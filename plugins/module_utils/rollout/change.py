@@ -464,6 +464,9 @@ def approval_step(record):
 # ---------------------------------------------------------------- decision
 
 PREFLIGHT_STAGES = ("request", "cluster", "snapshot", "governance")
+# The stages whose failed gate the failed-gate policy answers: the upgrade, the verification and
+# the soak's verification (with the progress deadline, judged under the last of the two).
+CHANGE_GATE_STAGES = ("upgrade", "verify", "soak")
 DECISIONS = (
     "refused",
     "proceed",
@@ -474,6 +477,7 @@ DECISIONS = (
     "paused",
     "continued",
     "failed",
+    "not_started",
 )
 
 
@@ -493,7 +497,8 @@ def decide(record):
       the version pair was rehearsed and nothing waives it;
     - on a failed verification gate or a failed upgrade, by the policy: ``rolled_back`` (the
       rollback's verification passed), ``rollback_failed``, ``paused``, ``continued``;
-    - ``failed``: a change step failed and nothing decided it.
+    - ``failed``: a change step failed and nothing decided it;
+    - ``not_started``: an earlier wave failed more than it allows (``rollout/waves.py``).
     """
     gates = record.get("gates") or []
     change = record.get("change") or {}
@@ -501,9 +506,11 @@ def decide(record):
         return "refused"
     if change.get("prior"):
         return "approved"
+    if change.get("not_started"):
+        return "not_started"
     if not change.get("upgrade") and not change.get("rollback"):
         return "failed" if change.get("error") else "proceed"
-    verify_failed = failed_in(gates, ("upgrade", "verify"))
+    verify_failed = failed_in(gates, CHANGE_GATE_STAGES)
     verified = any(g.get("stage") == "verify" for g in gates)
     if not verify_failed and verified and not change.get("error"):
         return "approved" if rehearsed(record) or waiver_given(record) else "not_approved"
@@ -524,7 +531,7 @@ def next_action(record):
     """What the role does after verification: ``none``, ``rollback``, ``pause``, ``continue``."""
     gates = record.get("gates") or []
     change = record.get("change") or {}
-    failed = failed_in(gates, ("upgrade", "verify"))
+    failed = failed_in(gates, CHANGE_GATE_STAGES)
     if not failed and not change.get("error"):
         return "none"
     policy = (change.get("policy") or {}).get("policy") or "rollback"

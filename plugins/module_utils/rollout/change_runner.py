@@ -44,6 +44,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pip
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import portions as PT
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import probes as P
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import restore as R
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import waves as W
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client import (
     find_rollout_runs,
     read_report,
@@ -58,6 +59,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request im
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending import REFUSED
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import wave_numbers
 
 STALE_KINDS = (
     "stale_reservation_pod",
@@ -65,8 +67,9 @@ STALE_KINDS = (
     "orphan_configmap",
     "unbound_group_pod",
 )
-# A cluster whose change ended so stops the waves after it.
-STOPPING = ("rolled_back", "rollback_failed", "paused", "failed")
+# A cluster whose change ended so has failed in its wave: counted against the wave's failure
+# budget (none for the canary); over it, the waves after it do not start (rollout/waves.py).
+STOPPING = W.FAILED
 # An inventory that read nothing: RBAC is not read either.
 UNREAD = ("unreachable", "unauthorized", "missing", "error", "invalid_input")
 
@@ -90,7 +93,8 @@ def _before(record):
 def run_rollout_policy(module):
     """The failed-gate policy and the waves, judged as request gates."""
     params = module.params
-    data = {k: params.get(k) for k in ("on_failed_gate", "waves", "rate")}
+    names = ("on_failed_gate", "waves", "rate", "failure_budget", "soak_s", "progress_deadline_s")
+    data = {k: params.get(k) for k in names}
     record = _journal(params).add("policy", data)
     _exit(module, record, changed=False, well_formed=bool(record.get("request_well_formed")))
 
@@ -107,8 +111,10 @@ def run_rollout_earlier(module):
     _exit(module, journal.add("earlier", {"earlier": earlier}), changed=False)
 
 
-def skip_reason(record, others, peers, check_mode):
-    """Why the change (or rollback.yml's rollback) does not run on the cluster, or None."""
+def skip_reason(record, others, hosts, check_mode):
+    """Why the change (or rollback.yml's rollback) does not run on the cluster, or None.
+    ``hosts``: the play's hosts in order (the waves are made of them), ``others``: the records of
+    the run's other clusters."""
     bad = failed(record.get("gates") or [])
     if (record.get("change") or {}).get("operation") == "rollback":
         if check_mode:
@@ -120,9 +126,15 @@ def skip_reason(record, others, peers, check_mode):
         return None
     if bad:
         return "preflight refused (failed gates: %s)" % ", ".join(g["gate"] for g in bad)
-    stopped = [name for name in peers if (others.get(name) or {}).get("decision") in STOPPING]
+    change = record.get("change") or {}
+    stopped = W.not_started_reason(
+        change.get("wave"),
+        wave_numbers(change.get("waves"), hosts),
+        {name: (others.get(name) or {}).get("decision") for name in hosts},
+        change.get("failure_budget"),
+    )
     if stopped:
-        return "stopped: an earlier wave failed on " + ", ".join(stopped)
+        return stopped
     if check_mode:
         return "check mode (--check): nothing is upgraded, probed or rolled back"
     return None
@@ -134,15 +146,23 @@ def run_rollout_start(module):
     params = module.params
     journal = _journal(params)
     record = journal.record()
-    peers = [p for p in params.get("peers") or [] if p != journal.cluster]
-    reason = skip_reason(record, journal.others() if peers else {}, peers, module.check_mode)
-    if reason:
+    hosts = list(params.get("peers") or [])
+    hosts += [] if journal.cluster in hosts else [journal.cluster]
+    rollback = (record.get("change") or {}).get("operation") == "rollback"
+    if not rollback:  # the cluster's wave, by the computation the play's serial uses
+        record = journal.add(
+            "wave", W.wave_entry(record.get("change") or {}, hosts, journal.cluster)
+        )
+    others = journal.others() if len(hosts) > 1 else {}
+    reason = skip_reason(record, others, hosts, module.check_mode)
+    if reason and reason.startswith(W.NOT_STARTED_TEXT):
+        record, action = journal.add("not_started", {"reason": reason}), "skip"
+    elif reason:
         record, action = journal.add("change_skip", {"reason": reason}), "skip"
     elif (record.get("change") or {}).get("prior") and not record.get("decision"):
         record, action = journal.add("prior", {}), "prior"
     else:
         action = "change"
-    rollback = (record.get("change") or {}).get("operation") == "rollback"
     target = _before(record).get("version") if rollback else None
     _exit(
         module,
@@ -174,9 +194,13 @@ def run_rollout_upgrade(module):
 def run_rollout_decision(module, wall=time.time):
     """The failed-gate policy applied to the verification: ``action`` says what comes next."""
     journal = _journal(module.params)
+    now = round(wall(), 3)
+    if (journal.record().get("change") or {}).get("progress_deadline_s"):
+        # The deadline is judged at the decision, before the policy reads the gates.
+        journal.add("progress", {"decided_at": now})
     action = C.next_action(journal.record())
     # The clock of "time to restore after a failed gate" starts at the decision.
-    record = journal.add("decision", {"action": action, "decided_at": round(wall(), 3)})
+    record = journal.add("decision", {"action": action, "decided_at": now})
     _exit(module, record, changed=False, before=_before(record))
 
 
@@ -649,7 +673,7 @@ def verify_inputs(record, phase):
     change = record.get("change") or {}
     thresholds = (record.get("request") or {}).get("thresholds") or {}
     version = (record.get("request") or {}).get("kai_version")
-    if phase != "verify":
+    if phase not in ("verify", "soak"):
         version = (change.get("before") or {}).get("version")
     baseline = (change.get("figures") or {}).get("baseline") or {}
     resume = change.get("resume") or {}

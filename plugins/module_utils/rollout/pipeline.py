@@ -360,6 +360,23 @@ def add_before(record, before):
     return out
 
 
+def add_wave(record, wave, position, waves, failure_budget):
+    """The cluster's wave (1: the canary) and place in the play's host order (``rollout/waves.py``)
+    with the failure budget the request gave; recorded before the change starts."""
+    out = _copy(record)
+    change = _change(out)
+    change.update(wave=wave, position=position, wave_count=waves, failure_budget=failure_budget)
+    return out
+
+
+def add_not_started(record, reason):
+    """An earlier wave failed more than it allows: the change never starts here (decision
+    ``not_started``, every change step not run with the reason), never reported as passed."""
+    out = _copy(record)
+    _change(out)["not_started"] = reason
+    return add_change_skip(out, reason)
+
+
 def add_change_skip(record, reason):
     """Every change step not run, with the reason (--check, an earlier wave failed, refused)."""
     out = _copy(record)
@@ -420,25 +437,42 @@ def add_figures(record, phase, figures, thresholds, identity=None, timing=None):
             )
         )
         return out
-    stage = "verify" if phase == "verify" else "rollback"
+    # The soak's verification is judged as the verification is (the same thresholds, the same
+    # baseline), under its own stage so that the report shows both.
+    stage = phase if phase in ("verify", "soak") else "rollback"
     baseline = change.get("figures", {}).get("baseline") or (change.get("resume") or {}).get(
         "baseline"
     )
     gates = verify_gates(stage, figures, thresholds, baseline=baseline)
     out["gates"] += gates
     bad = [g["gate"] for g in gates if not g["passed"]]
-    if phase == "verify":
+    if phase in ("verify", "soak"):
+        after = " after a soak of %s s" % change.get("soak_s") if phase == "soak" else ""
         out["steps"].append(
             _step(
-                "verify",
+                phase,
                 "done",
-                "%d gates, failed: %s" % (len(gates), ", ".join(bad))
+                "%d gates%s, failed: %s" % (len(gates), after, ", ".join(bad))
                 if bad
-                else "%d gates passed on %s" % (len(gates), figures.get("version")),
+                else "%d gates passed on %s%s" % (len(gates), figures.get("version"), after),
             )
         )
     else:
         change.setdefault("rollback", {})["verified"] = not bad
+    return out
+
+
+def add_progress(record, decided_at):
+    """The progress deadline judged at the decision (``rollout/waves.py``); nothing when the
+    request set none."""
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.waves import (
+        progress_gate,
+    )
+
+    out = _copy(record)
+    found = progress_gate(_change(out), decided_at)
+    if found is not None:
+        out["gates"].append(found)
     return out
 
 
@@ -549,7 +583,7 @@ def add_decision(record, action):
     out = _copy(record)
     change = _change(out)
     policy = change.get("policy") or dict(C.DEFAULT_POLICY)
-    failed_names = [g["gate"] for g in failed(out["gates"]) if g["stage"] in ("upgrade", "verify")]
+    failed_names = [g["gate"] for g in failed(out["gates"]) if g["stage"] in C.CHANGE_GATE_STAGES]
     if not failed_names and change.get("error"):
         failed_names = ["the upgrade failed (%s)" % change["error"].split(":", 1)[0]]
     if action == "none":

@@ -32,7 +32,7 @@ PHASE_LABEL = "kaiops.dev/rollout-phase"
 CLUSTER_LABEL = "kaiops.dev/cluster"
 PROBE_IMAGE = "kaiops.dev/gpuprobe:0.1.0"
 GPU = "nvidia.com/gpu"
-PHASES = ("baseline", "verify", "rollback")
+PHASES = ("baseline", "verify", "soak", "rollback")
 KWOK_TOLERATIONS = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 KWOK_PLACEMENT = {"spec": {"nodeSelector": {"type": "kwok"}, "tolerations": KWOK_TOLERATIONS}}
 # The gang probe: a PodGroup of GANG_SIZE fraction pods that must be placed together or not at

@@ -37,6 +37,11 @@ def _started(_record, data, _cluster):
 def _policy(record, data, _cluster):
     out = pipeline.add_policy(record, data.get("on_failed_gate"), data.get("waves"))
     out.setdefault("change", {})["rate"] = data.get("rate") or 0
+    out["change"]["failure_budget"] = data.get("failure_budget") or 0
+    # Recorded only when asked for: a request without them keeps the record it always had.
+    for key in ("soak_s", "progress_deadline_s"):
+        if data.get(key):
+            out["change"][key] = data[key]
     return out
 
 
@@ -124,11 +129,16 @@ ENTRIES = {
     "failure": _failure,
     "change_skip": lambda record, data, _cluster: pipeline.add_change_skip(record, data["reason"]),
     "prior": lambda record, data, _cluster: pipeline.add_prior(record),
+    "wave": lambda record, data, _cluster: pipeline.add_wave(
+        record, data["wave"], data.get("position", 0), data.get("waves"), data.get("budget", 0)
+    ),
+    "not_started": lambda record, data, _cluster: pipeline.add_not_started(record, data["reason"]),
     "baseline_note": _baseline_note,
     "figures": lambda record, data, _cluster: pipeline.add_figures(
         record, data["phase"], data["figures"], data.get("thresholds") or {}
     ),
     "upgrade": _upgrade,
+    "progress": lambda record, data, _cluster: pipeline.add_progress(record, data["decided_at"]),
     "decision": _decision,
     "rollback": lambda record, data, _cluster: pipeline.add_rollback(
         record, restore=data.get("restore"), timing=data.get("timing"), error=data.get("error")

@@ -42,11 +42,15 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline i
     pending_steps as pipeline_pending_steps,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.probes import side_by_side
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.waves import fleet
 
 SCHEMA = "kaiops.report/v1"
 RUN_EVIDENCE = ["run.json", "tasks.jsonl", "junit.xml", "manifest.sha256"]
 # Steps in the order the rollout runs them; a step outside the pipeline (no record) comes first.
 STEP_ORDER = {s["step"]: n for n, s in enumerate(STAGES)}
+# The soak's verification runs only when the request asks for it (not a step of every record):
+# after the verification, before the decision.
+STEP_ORDER["soak"] = STEP_ORDER["verify"] + 0.5
 STEP_ORDER[APPROVAL_STEP] = len(STAGES)  # what the approval rests on, last (rollout/change.py)
 # A failed change step decides as a failed gate does (a helm upgrade cut off); a preflight step
 # that failed has its gate already (or, governance, reports only).
@@ -71,6 +75,7 @@ SEVERITY = (
     "failed",
     "rolled_back",
     "paused",
+    "not_started",
     "not_approved",
     "proceed",
     "continued",
@@ -150,6 +155,8 @@ def _cluster_report(entry, pending_steps):
     decision = _cluster_decision(entry, gates)
     reasons = _gate_reasons(gates)
     steps = _steps(entry, gates, decision, pending_steps)
+    if (entry.get("change") or {}).get("not_started"):
+        reasons.append(entry["change"]["not_started"])  # never started: the wave that stopped it
     if gates:
         # so that no decision stands without its reason
         reasons += [
@@ -211,6 +218,9 @@ def build(request, clusters, generated_at, run_id=None, pending_steps=None, run=
             0,
         )
         extra["cost"] = change_cost(out_clusters, rate)
+    fleet_view = fleet(out_clusters)
+    if fleet_view:
+        extra["fleet"] = fleet_view
     return dict(
         extra,
         **{
@@ -356,6 +366,7 @@ def markdown_context(report):
         "decision": report["decision"].upper(),
         "error": report.get("error"),
         "board": change_board(report),
+        "fleet": _fleet_context(report.get("fleet")),
         "not_run": ", ".join(_not_run_steps(report)),
         "request": _asked(req),
         "cluster_names": sorted(report["clusters"]),
@@ -363,6 +374,31 @@ def markdown_context(report):
         "evidence": report["evidence"],
         "clusters": [_cluster_section(n, c) for n, c in sorted(report["clusters"].items())],
     }
+
+
+def _fleet_context(view):
+    """The fleet view as report.md words it: decisions upper-case, versions and times filled."""
+    if not view:
+        return None
+    rows = [
+        dict(
+            r,
+            decision=r["decision"].upper(),
+            before=r["before"] or "-",
+            after=r["after"] or "unchanged",
+            failed_gates=", ".join(r["failed_gates"]) or "-",
+            took=_fmt_s(r["duration_s"]),
+        )
+        for r in view["rows"]
+    ]
+    return dict(
+        view,
+        decision=view["decision"].upper(),
+        not_approved=", ".join(
+            "%s %s" % (c["cluster"], c["decision"].upper()) for c in view["not_approved"]
+        ),
+        rows=rows,
+    )
 
 
 def render_markdown(report, template_dir=None):
@@ -412,9 +448,35 @@ def _step_cases(name, steps):
     return failed + not_run
 
 
+def _fleet_cases(view):
+    """The fleet's waves as cases: a wave over its failure budget is a failure; a cluster not
+    started is skipped with its reason (never a pass)."""
+    cases = []
+    for w in view["waves"]:
+        case = {"classname": "rollout.fleet", "name": "wave %d budget" % w["wave"]}
+        if w["spent"]:
+            case["failure"] = {
+                "message": "wave %d: %d failed / %d allowed"
+                % (w["wave"], len(w["failed"]), w["allowed"]),
+                "type": "failure_budget",
+                "text": "failed: %s" % ", ".join(w["failed"]),
+            }
+        cases.append(case)
+    cases += [
+        {
+            "classname": "rollout.fleet",
+            "name": "not started:%s" % c["cluster"],
+            "skipped": c["reason"],
+        }
+        for c in view["not_started"]
+    ]
+    return cases
+
+
 def junit_suites(report):
     """One suite per cluster, one case per gate, then its failed change steps and the steps that
-    did not run. A report that could not be built is one error, in a suite of its own."""
+    did not run; the fleet's waves in a suite of their own when clusters recorded waves. A report
+    that could not be built is one error, in a suite of its own."""
     suites = []
     if report.get("error"):
         error = {"message": report["error"], "type": "report", "text": report["error"]}
@@ -429,6 +491,8 @@ def junit_suites(report):
         suites.append(
             {"name": "rollout " + name, "cases": cases + _step_cases(name, cluster["steps"])}
         )
+    if report.get("fleet"):
+        suites.append({"name": "rollout fleet", "cases": _fleet_cases(report["fleet"])})
     return suites
 
 
@@ -450,6 +514,7 @@ DECISION_TEXT = {
     "continued": "a gate failed; the change stays by the recorded decision",
     "failed": "a change step failed",
     "proceed": "preflight passed; no change was made (check run, or the run stopped)",
+    "not_started": "not started: an earlier wave failed more than its failure budget allows",
     "refused": "refused before any change",
 }
 
@@ -465,7 +530,7 @@ ROLLBACK_DECISION_TEXT = {
     "rollback_failed": "the rollback did not end verified: act now",
 }
 # The gates the change board shows (the change's own) and those it only counts (before it).
-BOARD_STAGES = ("upgrade", "verify", "rollback", "governance", APPROVAL_STAGE)
+BOARD_STAGES = ("upgrade", "verify", "soak", "rollback", "governance", APPROVAL_STAGE)
 PREFLIGHT_STAGES = ("request", "cluster", "snapshot")
 
 DOWNGRADE_TEXT = {
@@ -568,10 +633,17 @@ def _before_after(change):
     figs = change.get("figures") or {}
     if not (figs.get("baseline") or figs.get("verify")):
         return None
+    rows = side_by_side(figs.get("baseline"), figs.get("verify"))
+    soak = figs.get("soak")
+    if soak:  # the soak's figures beside the verification's, row for row
+        at_end = {r["figure"]: r["after"] for r in side_by_side(None, soak)}
+        for row in rows:
+            row["soak"] = at_end[row["figure"]]
     return {
         "before": (figs.get("baseline") or {}).get("version") or "-",
         "after": (figs.get("verify") or {}).get("version") or "-",
-        "rows": side_by_side(figs.get("baseline"), figs.get("verify")),
+        "soak": "after a soak of %s s" % change.get("soak_s") if soak else None,
+        "rows": rows,
         "not_measured": None
         if figs.get("baseline")
         else (change.get("baseline_note") or "see the steps"),
