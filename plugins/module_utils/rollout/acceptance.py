@@ -87,7 +87,7 @@ def _failed_binds_problem(figures, thresholds):
 
 
 def _requested(key):
-    return lambda f: bool(((f.get(key) or {}).get("requested")) or 0)
+    return lambda f: bool((f.get(key) or {}).get("requested"))
 
 
 def _gang_problem(figures, thresholds):

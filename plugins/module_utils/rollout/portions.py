@@ -18,6 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 
 GROUP_LABEL = F.GPU_GROUP_LABEL
@@ -35,7 +37,7 @@ def _float(value):
         out = float(str(value))
     except (TypeError, ValueError):
         return None
-    return out if out == out and out not in (float("inf"), float("-inf")) else None
+    return out if math.isfinite(out) else None
 
 
 def _ended(obj, rec_type):
