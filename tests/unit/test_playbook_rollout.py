@@ -215,9 +215,9 @@ def test_rollout_without_evidence_or_kai_refuses_with_both_reasons(tmp_path, fak
     assert sha256sum_ok(bundle)
 
 
-def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
-    tmp_path, fake_api, monkeypatch
-):
+def kai_cluster(tmp_path, fake_api, monkeypatch):
+    """A fake cluster running KAI (SchedulingShards and Queues served) and a fake helm on a
+    folder of its own: (api, that folder), for rollout.yml runs that get past preflight."""
     monkeypatch.setitem(
         fakeapi.KINDS, ("kai.scheduler/v1", "SchedulingShard"), ("schedulingshards", False)
     )
@@ -228,6 +228,13 @@ def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
     helm_dir.mkdir()
     (helm_dir / "helm").write_text(FAKE_HELM)
     (helm_dir / "helm").chmod(stat.S_IRWXU)
+    return api, helm_dir
+
+
+def test_rollout_check_with_waiver_and_kai_snapshots_then_stops_before_upgrade(
+    tmp_path, fake_api, monkeypatch
+):
+    api, helm_dir = kai_cluster(tmp_path, fake_api, monkeypatch)
     host = dict(
         REQUEST,
         kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"),
@@ -292,16 +299,7 @@ def test_rollout_check_over_three_clusters_reports_the_fleet_in_wave_order(
     c1 and c2 wave 2. Under --check nothing changes, so the fleet view lists the three in wave
     order, none approved (no cluster that did not run is reported as passed), the fleet's
     decision says which, and the run fails."""
-    monkeypatch.setitem(
-        fakeapi.KINDS, ("kai.scheduler/v1", "SchedulingShard"), ("schedulingshards", False)
-    )
-    monkeypatch.setitem(fakeapi.KINDS, ("scheduling.run.ai/v2", "Queue"), ("queues", False))
-    api = fake_api("kai-sharing")
-    api.served |= {"kai.scheduler/v1", "scheduling.run.ai/v2"}
-    helm_dir = tmp_path / "helm-bin"
-    helm_dir.mkdir()
-    (helm_dir / "helm").write_text(FAKE_HELM)
-    (helm_dir / "helm").chmod(stat.S_IRWXU)
+    api, helm_dir = kai_cluster(tmp_path, fake_api, monkeypatch)
     host = dict(
         REQUEST,
         kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"),
@@ -359,16 +357,7 @@ def test_rollout_check_accepts_a_soak_and_a_progress_deadline_and_records_them(
 ):
     """Both asked for: the request passes, and under --check the change does not start, so no
     soak runs and no deadline is judged; the record keeps what the request asked for."""
-    monkeypatch.setitem(
-        fakeapi.KINDS, ("kai.scheduler/v1", "SchedulingShard"), ("schedulingshards", False)
-    )
-    monkeypatch.setitem(fakeapi.KINDS, ("scheduling.run.ai/v2", "Queue"), ("queues", False))
-    api = fake_api("kai-sharing")
-    api.served |= {"kai.scheduler/v1", "scheduling.run.ai/v2"}
-    helm_dir = tmp_path / "helm-bin"
-    helm_dir.mkdir()
-    (helm_dir / "helm").write_text(FAKE_HELM)
-    (helm_dir / "helm").chmod(stat.S_IRWXU)
+    api, helm_dir = kai_cluster(tmp_path, fake_api, monkeypatch)
     host = dict(REQUEST, kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"))
     done, bundle = rollout(
         tmp_path,
