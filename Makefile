@@ -108,11 +108,15 @@ MOLECULE_SCENARIOS = $(filter-out $(MOLECULE_SKIP),$(patsubst molecule/%/molecul
 
 molecule: venv ## Molecule scenarios against the running lab (all of them, then which failed)
 	@# the lab's kubectl and helm first on PATH: scenarios install KAI builds through helm
-	@eval "$$($(LAB) env)"; failed=; for s in $(MOLECULE_SCENARIOS); do \
-	  echo "== molecule $$s"; started=$$SECONDS; \
-	  if MOLECULE_GLOB='molecule/*/molecule.yml' $(VENV_ENV) molecule test -s $$s; then r=passed; else r=failed; failed="$$failed $$s"; fi; \
-	  echo "== molecule $$s: $$r in $$((SECONDS - started))s"; \
-	  if [ -n "$$KAIOPS_TEST_STAGE_DIR" ]; then printf '%s\t%s\t%s\n' $$s $$r $$((SECONDS - started)) >> "$$KAIOPS_TEST_STAGE_DIR/molecule.tsv"; fi; \
+	@# each scenario's log is kept (in make test's stage folder, else a temporary one) and a failed
+	@# one's cause, in one line (test_summary.py why), joins the results the summary prints
+	@set -o pipefail; eval "$$($(LAB) env)"; failed=; logs=$${KAIOPS_TEST_STAGE_DIR:-$$(mktemp -d)}; \
+	for s in $(MOLECULE_SCENARIOS); do \
+	  echo "== molecule $$s"; started=$$SECONDS; why=; \
+	  if MOLECULE_GLOB='molecule/*/molecule.yml' $(VENV_ENV) molecule test -s $$s 2>&1 | tee "$$logs/molecule-$$s.log"; then r=passed; \
+	  else r=failed; failed="$$failed $$s"; why=$$($(PY) tools/test_summary.py why "$$logs/molecule-$$s.log"); fi; \
+	  echo "== molecule $$s: $$r in $$((SECONDS - started))s$${why:+: $$why}"; \
+	  if [ -n "$$KAIOPS_TEST_STAGE_DIR" ]; then printf '%s\t%s\t%s\t%s\n' $$s $$r $$((SECONDS - started)) "$$why" >> "$$KAIOPS_TEST_STAGE_DIR/molecule.tsv"; fi; \
 	done; \
 	if [ -n "$$failed" ]; then echo "molecule: failed:$$failed"; exit 1; fi
 

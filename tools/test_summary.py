@@ -19,6 +19,11 @@ test_summary.py go-text
     case once, its parent not; a package that fails outside any test counts as one failure.
 test_summary.py counts FILE...
     Prints the counts read from saved junit.xml, go test -json, go.json or molecule.tsv files.
+test_summary.py why LOG
+    Prints, in one line, why an Ansible run (a Molecule scenario's log) failed: the last failed
+    task, its assertion or message, and the failure inside a playbook it ran. `make molecule`
+    keeps it as the scenario's fourth column, so the summary - the part of a CI log anyone
+    sees - says what broke, not only which scenario.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import argparse
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -75,13 +81,55 @@ def junit_counts(path: Path) -> Counts:
 def molecule_counts(path: Path) -> Counts:
     counts = Counts()
     for line in path.read_text().splitlines():
-        scenario, result = (line.split("\t") + ["", ""])[:2]
+        scenario, result, _seconds, why = (line.split("\t") + ["", "", "", ""])[:4]
         if result == "passed":
             counts.passed += 1
         elif scenario:
             counts.failed += 1
-            counts.failures.append(scenario)
+            counts.failures.append(f"{scenario}: {why}" if why else scenario)
     return counts
+
+
+# --- why an Ansible run failed, in one line ---
+
+WHY_LIMIT = 600  # characters: the summary is read on one screen
+_TASK = re.compile(r"^TASK \[(?P<name>.*)\] \*+")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # molecule forces Ansible's colours even into a pipe
+_FATAL = re.compile(r"^(?:fatal|failed): \[[^\]]+\]: FAILED! => (?P<result>\{.*\})\s*$")
+
+
+def _failed_result(lines: list[str]) -> tuple[str, dict] | None:
+    """The last failed task in an Ansible log and its result (None when no task failed)."""
+    task, found = "", None
+    for line in lines:
+        line = _ANSI.sub("", line).rstrip()
+        if m := _TASK.match(line):
+            task = m["name"]
+        elif m := _FATAL.match(line):
+            try:
+                found = (task, json.loads(m["result"]))
+            except ValueError:
+                found = (task, {"msg": m["result"]})
+    return found
+
+
+def why_failed(lines: list[str]) -> str:
+    found = _failed_result(lines)
+    if not found:
+        tail = [_ANSI.sub("", line).strip() for line in lines if line.strip()][-2:]
+        return " | ".join(tail)[:WHY_LIMIT]
+    task, result = found
+    parts = [f"TASK [{task}]"]
+    if "assertion" in result:
+        parts.append(f"assertion false: {result['assertion']}")
+    elif result.get("msg"):
+        parts.append(str(result["msg"]))
+    if "rc" in result:
+        parts.append(f"rc {result['rc']}")
+    inner = result.get("stdout_lines") or str(result.get("stdout", "")).splitlines()
+    if inner:
+        parts.append(f"inside: {why_failed(inner)}")
+    return "; ".join(parts)[:WHY_LIMIT]
 
 
 def counts_json(path: Path) -> Counts:
@@ -326,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--goal-s", type=float, default=None)
     rp.add_argument("names", nargs="+")
     sub.add_parser("go-text", help="go test -json on stdin -> go test's plain output and counts")
+    wh = sub.add_parser("why", help="why an Ansible run failed, in one line")
+    wh.add_argument("log", type=Path)
     ct = sub.add_parser("counts", help="counts read from saved files")
     ct.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)
@@ -339,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
         return report(args.results, args.names, goal_s=args.goal_s)
     if args.cmd == "go-text":
         return go_text()
+    if args.cmd == "why":
+        lines = args.log.read_text(errors="replace").splitlines()
+        print(why_failed(lines).replace("\t", " ").replace("\n", " "))
+        return 0
     for path in args.files:
         c = read_counts(path)
         print(f"{path}: {c.passed} passed, {c.failed} failed, {c.skipped} skipped")
