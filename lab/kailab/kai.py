@@ -206,16 +206,21 @@ def publish_charts(lab, facts: dict | None = None) -> list[Path]:
     return published
 
 
-def standin_target(lab, version: str | None) -> Target:
+def standin_target(lab, version: str | None, faults: tuple[str, ...] = ()) -> Target:
+    """`faults`: the stand-in's faults (CONTRACT.md, "Faults") this install plays, as a value
+    of the release's own chart; a later install without them turns them off again."""
     row = release_row(version)
     base = lab.standin_image_ref()
     refs = [f"{STANDIN_REGISTRY}/{name}:{row['version']}" for name in STANDIN_IMAGES]
+    # the build id rolls the pods when the stand-in's code changed under one tag
+    standin: dict = {"build": base.rsplit(":", 1)[1]}
+    if faults:
+        standin["faults"] = sorted(faults)
     return Target(
         version=row["version"],
         implementation="standin",
         chart=package_standin_chart(lab, row),
-        # the build id rolls the pods when the stand-in's code changed under one tag
-        values={"global": {"gpuSharing": True}, "standin": {"build": base.rsplit(":", 1)[1]}},
+        values={"global": {"gpuSharing": True}, "standin": standin},
         images=tuple((ref, None) for ref in refs),
     )
 
@@ -549,13 +554,17 @@ def _values_file(values: dict, folder: Path) -> Path:
 
 
 def install(
-    lab, version: str | None = None, bundle: str | None = None, always: bool = False
+    lab,
+    version: str | None = None,
+    bundle: str | None = None,
+    always: bool = False,
+    faults: tuple[str, ...] = (),
 ) -> dict:
-    """Converge the lab's KAI to one version (stand-in) or one bundle; helm install or
-    upgrade as needed (`always`: upgrade even when converged, so the hooks run again).
-    Converged means helm's record, what the components run and kai-config's status agree.
-    Returns figures of what happened."""
-    target = bundle_target(Path(bundle)) if bundle else standin_target(lab, version)
+    """Converge the lab's KAI to one version (stand-in, playing `faults` if named) or one
+    bundle; helm install or upgrade as needed (`always`: upgrade even when converged, so the
+    hooks run again). Converged means helm's record, what the components run and kai-config's
+    status agree. Returns figures of what happened."""
+    target = bundle_target(Path(bundle)) if bundle else standin_target(lab, version, faults)
     lab.ensure_kai_images(target.images)
     if not bundle:
         publish_charts(lab)
