@@ -95,21 +95,32 @@ def molecule_counts(path: Path) -> Counts:
 WHY_LIMIT = 600  # characters: the summary is read on one screen
 _TASK = re.compile(r"^TASK \[(?P<name>.*)\] \*+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # molecule forces Ansible's colours even into a pipe
-_FATAL = re.compile(r"^(?:fatal|failed): \[[^\]]+\]: FAILED! => (?P<result>\{.*\})\s*$")
+_FATAL = re.compile(r"^(?:fatal|failed): \[[^\]]+\]: FAILED! => (?P<result>\{.*)$")
+RESULT_LINES = 5000  # a result printed over more lines than this is not read whole
+
+
+def _result(first: str, rest: list[str]) -> dict:
+    """A failed task's result: JSON on its line, or pretty-printed over the lines after it up
+    to a closing brace at the line's start (Ansible's default callback under Molecule); what
+    never parses is kept as the message."""
+    ends = [0] + [j + 1 for j, line in enumerate(rest[:RESULT_LINES]) if line == "}"]
+    for end in ends:
+        try:
+            return json.loads("\n".join([first, *rest[:end]]))
+        except ValueError:
+            continue
+    return {"msg": first}
 
 
 def _failed_result(lines: list[str]) -> tuple[str, dict] | None:
     """The last failed task in an Ansible log and its result (None when no task failed)."""
+    clean = [_ANSI.sub("", line).rstrip() for line in lines]
     task, found = "", None
-    for line in lines:
-        line = _ANSI.sub("", line).rstrip()
+    for i, line in enumerate(clean):
         if m := _TASK.match(line):
             task = m["name"]
         elif m := _FATAL.match(line):
-            try:
-                found = (task, json.loads(m["result"]))
-            except ValueError:
-                found = (task, {"msg": m["result"]})
+            found = (task, _result(m["result"], clean[i + 1 :]))
     return found
 
 

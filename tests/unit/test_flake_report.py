@@ -104,6 +104,14 @@ def test_why_names_the_failed_task_its_exit_and_the_failure_inside_it():
     )
 
 
+def test_why_reads_a_result_printed_over_several_lines():
+    result = {"assertion": "_back.method == 'upgrade'", "evaluated_to": False, "msg": "{x}"}
+    pretty = json.dumps(result, indent=4).splitlines()
+    log = ["TASK [Rehearsed] ***", "fatal: [lab]: FAILED! => " + pretty[0], *pretty[1:], "", "PLAY"]
+    why = test_summary.why_failed(log)
+    assert why == "TASK [Rehearsed]; assertion false: _back.method == 'upgrade'"
+
+
 def test_why_names_a_false_assertion_and_falls_back_to_the_log_tail():
     result = {"assertion": "_back.decision == 'ok'", "evaluated_to": False, "msg": "[{...}]"}
     log = ["TASK [Forward and back] ***", "fatal: [lab]: FAILED! => " + json.dumps(result)]
