@@ -399,7 +399,7 @@ def test_find_ignores_pod_owned_configmaps_of_pods_off_the_sharing_path():
 @pytest.mark.parametrize(
     "latencies, explicit, expected, source",
     [
-        ([4.0, 2.0], 0, 30, "measured"),  # 3 x 3s = 9s, below the floor
+        ([4.0, 2.0], 0, 60, "measured"),  # 3 x 3s = 9s, below the floor
         ([20.0, 40.0, 60.0], 0, 120, "measured"),  # 3 x 40s
         ([900.0], 0, 900, "measured"),  # capped
         ([], 0, 120, "fallback"),

@@ -269,7 +269,7 @@ def test_run_facts_with_baseline_observes(fake_module):
     result = first.value.result
     assert result["changed"] is False and result["disposable"] is True
     assert result["binder"]["name"] == "binder"
-    assert result["window"]["samples"] == 2 and result["window"]["window_s"] == 30
+    assert result["window"]["samples"] == 2 and result["window"]["window_s"] == 60  # the floor
     params.update(baseline=result["findings"], observe_started_at=100.0)
     with pytest.raises(ExitJson) as second:
         run_recovery_info(

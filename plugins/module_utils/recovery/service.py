@@ -64,9 +64,12 @@ POD_WORK_KINDS = ("failed_bind", "unbound_group_pod")
 
 # ---------------------------------------------------------------- window (pure)
 
+# The floor is above KAI's binder reservation timeout (--resource-reservation-allocation-timeout,
+# 40 s by default): a retried bind can wait that out before it succeeds, and a shorter window
+# then reports work "not recovered" that recovers a few seconds later.
 WINDOW_RULE = {
     "multiplier": 3,
-    "floor_s": 30,
+    "floor_s": 60,
     "cap_s": 900,
     "fallback_s": 120,
     "lookback_s": 86400,
