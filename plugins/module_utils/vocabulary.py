@@ -109,6 +109,7 @@ FEATURES = ("gpu_access", "recovery", "reproduce", "rollout")
 RECOVERY_STEPS = (
     "delete_failed_bindrequests",
     "delete_stale_reservation_pods",
+    "delete_duplicate_reservation_pods",
     "delete_dataless_configmaps",
     "delete_orphan_configmaps",
     "restart_binder",

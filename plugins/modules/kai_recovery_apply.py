@@ -18,6 +18,8 @@ description:
     step in O(steps) only. A step not listed plans nothing and changes nothing.
   - Steps. V(delete_failed_bindrequests) deletes each failed BindRequest found.
     V(delete_stale_reservation_pods) deletes each stale reservation pod found.
+    V(delete_duplicate_reservation_pods) deletes each extra reservation pod of a GPU group whose
+    device no bound pod of the group reads (KAI-Scheduler issue 1673).
     V(delete_dataless_configmaps) deletes the data-less capabilities ConfigMap of each pod still
     Pending, so the binder's next retry creates it with the three keys and binds.
     V(delete_orphan_configmaps) deletes each orphan GPU-sharing ConfigMap found.
@@ -54,6 +56,7 @@ options:
     choices:
       - delete_failed_bindrequests
       - delete_stale_reservation_pods
+      - delete_duplicate_reservation_pods
       - delete_dataless_configmaps
       - delete_orphan_configmaps
       - restart_binder

@@ -176,7 +176,7 @@ def test_diagnose_gives_each_planted_pending_pod_its_cause(lab, kube, namespace,
 #
 # Each build below leaves a Pending pod the healthy build would bind; planted, waited on until
 # the build has shown its fault on the pod's objects, then diagnosed. Not here:
-# duplicate-reservation (on KWOK nodes its pods still bind; CONTRACT.md), burst-overpack (its
+# duplicate-reservation (test_recovery_duplicates.py plants it on the real node), burst-overpack (its
 # pods bind, packed), missing-kai-config (no component at all: kai_component_down at every
 # stage, covered by the unit tests).
 

@@ -361,6 +361,63 @@ def test_find_a_second_reservation_pod_of_one_gpu_group_whatever_its_age():
     assert kinds.count("duplicate_reservation_pod") == 1  # the older one is not a duplicate
 
 
+def devices_cluster(first_device, second_device, second_created=OLD):
+    """Group g2 with two reservation pods, each on its own device, and its bound pod ok-0
+    reading GPU-b through its capabilities ConfigMap (and GPU-b's env one, which is no proof)."""
+    objects = copy.deepcopy(CLUSTER)
+    for obj in objects:
+        name = obj["metadata"]["name"]
+        if name == "ok-0":
+            obj["metadata"]["annotations"]["runai/shared-gpu-configmap"] = "ok-0-shared"
+        if name == "gpu-reservation-g2":
+            obj["metadata"]["annotations"]["run.ai/reserve_for_gpu_index"] = first_device
+    second = second_reservation_pod(created=second_created, uid="dup-1")
+    second["metadata"]["annotations"]["run.ai/reserve_for_gpu_index"] = second_device
+    capabilities = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ok-0-shared-0", "namespace": "team-a", "uid": "uid-ok-cm"},
+        "data": {"NVIDIA_VISIBLE_DEVICES": "GPU-b", "GPU_PORTION": "0.50"},
+    }
+    env = dict(capabilities, metadata={"name": "ok-0-shared-0-evar", "namespace": "team-a"})
+    env["data"] = {"NVIDIA_VISIBLE_DEVICES": "GPU-c"}
+    return objects + [second, capabilities, env]
+
+
+def test_a_duplicate_whose_device_no_bound_pod_of_its_group_reads_is_deleted_by_its_step():
+    _raw, result, _client = found(devices_cluster("GPU-b", "GPU-c"))
+    (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    assert dup["object"]["name"] == "gpu-reservation-node-2-x7k2q"
+    assert dup["deletable"] is True and dup["step"] == "delete_duplicate_reservation_pods"
+    assert dup["device"] == "GPU-c" and dup["devices_read"] == ["GPU-b"]
+    planned, idle = plan(result["findings"], ["delete_duplicate_reservation_pods"])
+    assert [(p["action"], p["target"]["name"]) for p in planned] == [
+        ("delete", "gpu-reservation-node-2-x7k2q")
+    ]
+    assert idle == []
+
+
+def test_the_oldest_reservation_pod_is_the_duplicate_when_the_work_reads_the_other():
+    _raw, result, _client = found(devices_cluster("GPU-c", "GPU-b"))
+    (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    assert dup["object"]["name"] == "gpu-reservation-g2" and dup["deletable"] is True
+
+
+def test_a_young_or_unattributed_duplicate_is_found_and_not_deleted():
+    young = devices_cluster("GPU-b", "GPU-c", second_created="2026-11-30T11:59:58Z")
+    _raw, result, _client = found(young)
+    (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    assert dup["deletable"] is False and dup["step"] is None
+    assert any("kai_recovery_min_age_s" in e for e in dup["evidence"])
+    planned, idle = plan(result["findings"], ["delete_duplicate_reservation_pods"])
+    assert planned == [] and "whose device no bound pod of its group reads" in idle[0]["reason"]
+    # both devices read by the group (it spans two): a person decides, nothing is planned
+    _raw, result, _client = found(devices_cluster("GPU-b", "GPU-b"))
+    (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    assert dup["object"]["name"] == "gpu-reservation-node-2-x7k2q" and dup["deletable"] is False
+    assert plan(result["findings"], ["delete_duplicate_reservation_pods"])[0] == []
+
+
 def test_find_scope_limits_namespaces():
     _raw, result, _client = found(namespaces=["kai-resource-reservation"])
     assert [f["kind"] for f in result["findings"]] == ["stale_reservation_pod"]

@@ -45,6 +45,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings impo
 STEPS = {
     "delete_failed_bindrequests": "failed_bindrequest",
     "delete_stale_reservation_pods": "stale_reservation_pod",
+    # KAI-Scheduler #1673: the extra reservation pod of a GPU group holds a GPU no work uses, and
+    # the node's next group cannot get one; only one whose device the group's pods do not read.
+    "delete_duplicate_reservation_pods": "duplicate_reservation_pod",
     # The documented manual recovery (kai-contract.md section 12): deleting the data-less
     # capabilities ConfigMap of a pod still Pending lets even the pre-patch binder's next retry
     # create it with the three keys and bind the pod.
@@ -56,6 +59,13 @@ DELETE_STEPS = tuple(s for s, kind in STEPS.items() if kind)
 # Which findings of its kind a step acts on, when not all of them.
 STEP_SELECTS = {
     "delete_dataless_configmaps": lambda f: bool(f.get("trigger_ready") and f.get("owner_pending")),
+    "delete_duplicate_reservation_pods": lambda f: bool(f.get("deletable")),
+}
+# What a selecting step says when it found nothing to act on.
+STEP_NONE_FOUND = {
+    "delete_dataless_configmaps": "no data-less capabilities ConfigMap of a pod still Pending found",
+    "delete_duplicate_reservation_pods": "no duplicate reservation pod found whose device no bound "
+    "pod of its group reads and that is older than kai_recovery_min_age_s",
 }
 
 # Finding kinds whose recovery is the pod getting bound.
@@ -205,8 +215,8 @@ def _idle_reason(step, kind, findings, planned_uids, select):
         return "what it would act on is acted on by an earlier step (%s)" % ", ".join(
             f["id"] for f in taken
         )
-    if step in STEP_SELECTS:
-        return "no data-less capabilities ConfigMap of a pod still Pending found"
+    if step in STEP_NONE_FOUND:
+        return STEP_NONE_FOUND[step]
     return "nothing of kind %s found" % kind
 
 
@@ -326,8 +336,8 @@ def _stale_reservation_outcome(finding, current, seen):
 
 
 def _duplicate_reservation_outcome(finding, current, seen):
-    """A second reservation pod of one GPU group: recovered only when it is gone (no step
-    deletes it; a person or KAI may)."""
+    """A second reservation pod of one GPU group: recovered only when it is gone (deleted by
+    delete_duplicate_reservation_pods, a person or KAI)."""
     if current is None:
         return _gone(finding["object"], seen["deleted"], seen["read_at"])
     return "not_recovered", None, "still there: its GPU group has two reservation pods"

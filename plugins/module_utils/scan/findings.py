@@ -89,6 +89,22 @@ def finding(kind, obj, classification, evidence, step=None, since=None, **extra)
     return out
 
 
+def _devices_read(pod, configmaps):
+    """The device IDs in NVIDIA_VISIBLE_DEVICES of a fraction pod's capabilities ConfigMaps."""
+    prefix = annotations(pod).get(SHARED_CM_ANNOTATION)
+    if not prefix:
+        return set()
+    pattern, out = sharing_configmap_pattern(prefix), set()
+    for cm in configmaps:
+        name = meta(cm).get("name") or ""
+        if meta(cm).get("namespace") != meta(pod).get("namespace") or not pattern.match(name):
+            continue
+        if sharing_configmap_role(name) == "capabilities":
+            value = str((cm.get("data") or {}).get("NVIDIA_VISIBLE_DEVICES") or "")
+            out.update(d.strip() for d in value.split(",") if d.strip())
+    return out
+
+
 class Context(object):
     """What the rules read: the cluster's objects, indexed once, and earlier findings."""
 
@@ -139,6 +155,20 @@ class Context(object):
             group = labels(pod).get(GPU_GROUP_LABEL)
             if group and meta(pod).get("namespace") == reservation_namespace and is_live(pod):
                 self.reservations.setdefault(group, []).append(pod)
+        # GPU group -> the device IDs its live bound pods read (their capabilities ConfigMaps'
+        # NVIDIA_VISIBLE_DEVICES): which of two reservation pods of a group the work uses.
+        self.devices_read = {}
+        for pod in self.pods:
+            group = labels(pod).get(GPU_GROUP_LABEL)
+            if (
+                group
+                and is_bound(pod)
+                and is_live(pod)
+                and meta(pod).get("namespace") != reservation_namespace
+            ):
+                self.devices_read.setdefault(group, set()).update(
+                    _devices_read(pod, self.configmaps)
+                )
         self.failed_groups = {}  # group -> classification of the failed bind that left it
         self.failed_pods = {}  # pod uid -> its failed_bind finding
         self.seen_configmaps = set()
@@ -363,27 +393,61 @@ def rule_failed_bindrequest(br, ctx):
 # ---------------------------------------------------------------- reservation pods
 
 
+def _extra_reservation_pods(held, read):
+    """The reservation pods of one GPU group (oldest first) that are one too many: those whose
+    device (``run.ai/reserve_for_gpu_index``) no bound pod of the group reads, when the group's
+    pods read another one's; else every one but the oldest."""
+    unread = [p for p in held if read and annotations(p).get(RESERVE_INDEX_ANNOTATION) not in read]
+    if unread and len(unread) < len(held):
+        return unread, True
+    return held[1:], False
+
+
 def rule_duplicate_reservation_pod(pod, ctx):
-    """A reservation pod of a GPU group that an older live one already holds (#1673): found
-    whatever its age, since no bind ever needs two. No step acts on it: which one the group's
-    pods really use is for a person to decide."""
+    """A reservation pod of a GPU group that another live one also holds (#1673): found whatever
+    its age, since no bind ever needs two. Step delete_duplicate_reservation_pods deletes it only
+    when the group's bound pods read another one's device and it is older than min_age_s; which
+    one the group uses otherwise is for a person to decide."""
     group = labels(pod).get(GPU_GROUP_LABEL)
     held = ctx.reservations.get(group) or []
-    if len(held) < 2 or key(held[0]) == key(pod):
+    if len(held) < 2:
         return None
+    read = ctx.devices_read.get(group) or set()
+    extra, known = _extra_reservation_pods(held, read)
+    if key(pod) not in [key(p) for p in extra]:
+        return None
+    device = annotations(pod).get(RESERVE_INDEX_ANNOTATION)
     evidence = [
         "label %s=%s; %d live reservation pods hold this group: %s"
         % (GPU_GROUP_LABEL, group, len(held), ", ".join(meta(p).get("name") for p in held)),
         "KAI makes one reservation pod per GPU group (deterministic names since v0.16.0); two "
         "is KAI-Scheduler #1673's state, where the group's fraction pods stay Pending",
     ]
+    deletable = known and ctx.old_enough(pod)
+    if known:
+        evidence.append(
+            "it reserves device %s; the group's bound pods read only %s (their capabilities "
+            "ConfigMaps): deleting it frees a GPU and moves no work"
+            % (device, ", ".join(sorted(read)))
+        )
+        if not deletable:
+            evidence.append("younger than %ds (kai_recovery_min_age_s)" % ctx.min_age_s)
+    else:
+        evidence.append(
+            "which device the group's work reads is not known (no bound pod of the group reads "
+            "one, or they read every one's): a person decides which pod goes"
+        )
     return finding(
         "duplicate_reservation_pod",
         pod,
         UNDETERMINED,
         evidence,
+        step="delete_duplicate_reservation_pods" if deletable else None,
         gpu_group=group,
         first=key(held[0]),
+        device=device,
+        devices_read=sorted(read),
+        deletable=deletable,
     )
 
 

@@ -750,7 +750,7 @@ CAUSES = (
         "duplicate_reservation",
         "duplicate reservation pods hold the node's GPUs",
         rule_duplicate_reservation,
-        None,
+        "delete_duplicate_reservation_pods",
         KAI_OWNER + ": delete the extra reservation pod of each group; KAI from v0.16.0 on "
         "does not make them (KAI-Scheduler #1673)",
     ),
