@@ -176,9 +176,9 @@ def test_diagnose_gives_each_planted_pending_pod_its_cause(lab, kube, namespace,
 #
 # Each build below leaves a Pending pod the healthy build would bind; planted, waited on until
 # the build has shown its fault on the pod's objects, then diagnosed. Not here:
-# duplicate-reservation (test_recovery_duplicates.py plants it on the real node), burst-overpack (its
-# pods bind, packed), missing-kai-config (no component at all: kai_component_down at every
-# stage, covered by the unit tests).
+# duplicate-reservation (test_recovery_duplicates.py plants it on the real node),
+# burst-overpack (its pods bind, packed), missing-kai-config (no component at all:
+# kai_component_down at every stage, covered by the unit tests).
 
 
 def _reservation_pods(kube, groups: set[str]) -> list[dict]:

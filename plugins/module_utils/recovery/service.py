@@ -63,7 +63,8 @@ STEP_SELECTS = {
 }
 # What a selecting step says when it found nothing to act on.
 STEP_NONE_FOUND = {
-    "delete_dataless_configmaps": "no data-less capabilities ConfigMap of a pod still Pending found",
+    "delete_dataless_configmaps": "no data-less capabilities ConfigMap of a pod still Pending "
+    "found",
     "delete_duplicate_reservation_pods": "no duplicate reservation pod found whose device no bound "
     "pod of its group reads and that is older than kai_recovery_min_age_s",
 }

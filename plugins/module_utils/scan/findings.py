@@ -105,6 +105,18 @@ def _devices_read(pod, configmaps):
     return out
 
 
+def _devices_read_by_group(pods, configmaps, reservation_namespace):
+    """GPU group -> the device IDs its live bound pods (outside the reservation namespace) read."""
+    out = {}
+    for pod in pods:
+        group = labels(pod).get(GPU_GROUP_LABEL)
+        if not group or not is_bound(pod) or not is_live(pod):
+            continue
+        if meta(pod).get("namespace") != reservation_namespace:
+            out.setdefault(group, set()).update(_devices_read(pod, configmaps))
+    return out
+
+
 class Context(object):
     """What the rules read: the cluster's objects, indexed once, and earlier findings."""
 
@@ -155,20 +167,11 @@ class Context(object):
             group = labels(pod).get(GPU_GROUP_LABEL)
             if group and meta(pod).get("namespace") == reservation_namespace and is_live(pod):
                 self.reservations.setdefault(group, []).append(pod)
-        # GPU group -> the device IDs its live bound pods read (their capabilities ConfigMaps'
-        # NVIDIA_VISIBLE_DEVICES): which of two reservation pods of a group the work uses.
-        self.devices_read = {}
-        for pod in self.pods:
-            group = labels(pod).get(GPU_GROUP_LABEL)
-            if (
-                group
-                and is_bound(pod)
-                and is_live(pod)
-                and meta(pod).get("namespace") != reservation_namespace
-            ):
-                self.devices_read.setdefault(group, set()).update(
-                    _devices_read(pod, self.configmaps)
-                )
+        # GPU group -> the device IDs its live bound pods read: which of two reservation pods
+        # of a group the work uses
+        self.devices_read = _devices_read_by_group(
+            self.pods, self.configmaps, reservation_namespace
+        )
         self.failed_groups = {}  # group -> classification of the failed bind that left it
         self.failed_pods = {}  # pod uid -> its failed_bind finding
         self.seen_configmaps = set()
