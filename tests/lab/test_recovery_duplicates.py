@@ -118,3 +118,14 @@ def test_duplicate_reservation_pods_are_diagnosed_and_the_unread_one_deleted(
     assert _bound(kube, namespace, "dup-a") == node
     kept = [r["metadata"]["name"] for r in _reservation_pods(kube, {group})]
     assert unread[0] not in kept and len(kept) == 1
+
+    # The node's two GPUs free again before the next test (and before the build is switched
+    # back, when a restarting binder could miss the pods' deletion): the healthy binder deletes
+    # a group's reservation pod when its last pod goes.
+    groups = {group, _group(kube, namespace, "dup-b")}
+    kube("delete", "pod", "dup-a", "dup-b", "-n", namespace, "--wait=true")
+    wait_for(
+        lambda: not _reservation_pods(kube, groups),
+        timeout=60,
+        what="A's and B's reservation pods gone",
+    )
