@@ -411,6 +411,12 @@ def test_a_young_or_unattributed_duplicate_is_found_and_not_deleted():
     assert any("kai_recovery_min_age_s" in e for e in dup["evidence"])
     planned, idle = plan(result["findings"], ["delete_duplicate_reservation_pods"])
     assert planned == [] and "whose device no bound pod of its group reads" in idle[0]["reason"]
+    # no device written yet (its allocation may still run): found, never deleted
+    _raw, result, _client = found(devices_cluster("GPU-b", ""))
+    (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]
+    assert dup["deletable"] is False and any(
+        "may still be allocating" in e for e in dup["evidence"]
+    )
     # both devices read by the group (it spans two): a person decides, nothing is planned
     _raw, result, _client = found(devices_cluster("GPU-b", "GPU-b"))
     (dup,) = [f for f in result["findings"] if f["kind"] == "duplicate_reservation_pod"]

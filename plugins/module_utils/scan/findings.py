@@ -426,14 +426,17 @@ def rule_duplicate_reservation_pod(pod, ctx):
         "KAI makes one reservation pod per GPU group (deterministic names since v0.16.0); two "
         "is KAI-Scheduler #1673's state, where the group's fraction pods stay Pending",
     ]
-    deletable = known and ctx.old_enough(pod)
+    # a pod with no device yet may still be in its bind's allocation: never deleted
+    deletable = known and bool(device) and ctx.old_enough(pod)
     if known:
         evidence.append(
             "it reserves device %s; the group's bound pods read only %s (their capabilities "
             "ConfigMaps): deleting it frees a GPU and moves no work"
             % (device, ", ".join(sorted(read)))
         )
-        if not deletable:
+        if not device:
+            evidence.append("no %s yet: it may still be allocating" % RESERVE_INDEX_ANNOTATION)
+        elif not deletable:
             evidence.append("younger than %ds (kai_recovery_min_age_s)" % ctx.min_age_s)
     else:
         evidence.append(
