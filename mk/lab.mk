@@ -2,7 +2,10 @@
 # The library in lab/kailab does the work; these targets are its thin front door.
 
 LAB_PY = $(if $(wildcard $(PY)),$(PY),python3)
-LAB := PYTHONPATH=$(CURDIR)/lab $(LAB_PY) -m kailab
+# LAB_CLUSTERS=<n>: a fleet of n clusters side by side (default 1: the one lab). The first is the
+# lab every target has always used; the others each live in network namespaces of their own.
+LAB_CLUSTERS ?= 1
+LAB := PYTHONPATH=$(CURDIR)/lab KAIOPS_LAB_CLUSTERS=$(LAB_CLUSTERS) $(LAB_PY) -m kailab
 # Debian packages the real node needs (versions pinned in lab/versions.yaml).
 LAB_DEBS := containerd runc containernetworking-plugins busybox-static iptables conntrack openssl gcc libc6-dev
 

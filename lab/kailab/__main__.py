@@ -36,6 +36,52 @@ def _print_kai(lab: Lab) -> None:
         )
 
 
+def _env(lab: Lab, fleet: list[LabConfig]) -> None:
+    import shlex
+
+    bins = lab.binaries()
+    path = [str(bins["kubectl"].parent), str(bins["helm"].parent)]
+    # The project's venv (make passes its path): ansible-playbook, molecule, pytest first.
+    venv = os.environ.get("KAIOPS_VENV")
+    print(f"export KUBECONFIG={shlex.quote(str(lab.cfg.kubeconfig))}")
+    if venv:
+        print(f"export VIRTUAL_ENV={shlex.quote(venv)}")
+        path.insert(0, str(Path(venv) / "bin"))
+    print(f'export PATH={shlex.quote(":".join(path))}:"$PATH"')
+    if len(fleet) > 1:  # a fleet: every cluster's kubeconfig, in cluster order
+        configs = ":".join(str(c.kubeconfig) for c in fleet)
+        print(f"export KAIOPS_LAB_KUBECONFIGS={shlex.quote(configs)}")
+
+
+def _status(labs: list[Lab], as_json: bool) -> int:
+    """Each cluster's components (a heading per cluster when there are several)."""
+    code = 0
+    for lab in labs:
+        cfg = lab.cfg
+        if len(labs) > 1 and not as_json:
+            print(f"== cluster {cfg.index} of {len(labs)}: lab {cfg.name} ({cfg.api_url})")
+        if not cfg.state_dir.exists():
+            print(f"lab {cfg.name} is not up: start it with `make lab-up`")
+            code = 3
+            continue
+        rows = lab.status()
+        if as_json:
+            print(json.dumps(rows, indent=2))
+        else:
+            for r in rows:
+                state = "running" if r["running"] else "stopped"
+                health = "healthy" if r["healthy"] else "-"
+                print(
+                    f"{r['name']:<24} {state:<8} {health:<8} pid={r['pid'] or '-':<8} "
+                    f"{r['version']:<24} {' '.join(r['ports'])}"
+                )
+        up = all(r["running"] for r in rows)
+        if up and not as_json:
+            _print_kai(lab)
+        code = code if up else 3
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="kailab", description="The kaiops disposable lab cluster."
@@ -66,73 +112,58 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        cfg = LabConfig.from_env()
-        lab = Lab(
-            cfg,
-            log=lambda m: print(m, flush=True),
-            kai_version=os.environ.get("KAI_VERSION") or None,
-            kai_bundle=os.environ.get("KAI_BUNDLE") or None,
-        )
+        fleet = LabConfig.fleet_from_env()
+        cfg = fleet[0]
+
+        def lab_of(c: LabConfig) -> Lab:
+            return Lab(
+                c,
+                log=lambda m: print(m, flush=True),
+                kai_version=os.environ.get("KAI_VERSION") or None,
+                kai_bundle=os.environ.get("KAI_BUNDLE") or None,
+            )
+
+        lab = lab_of(cfg)
         if args.cmd == "build":
             from .build import build_all
 
             build_all()
         elif args.cmd == "up":
-            lab.up()
+            for c in fleet:
+                lab_of(c).up()
         elif args.cmd == "down":
-            leftovers = lab.down()
+            # every cluster on the machine, whatever LAB_CLUSTERS says; the host's own last
+            leftovers = []
+            for c in reversed(LabConfig.on_machine(fleet)):
+                leftovers += lab_of(c).down()
             if leftovers:
                 print("left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
                 return 1
         elif args.cmd == "kai":
-            if not cfg.kubeconfig.exists():
-                raise LabError(
-                    "Failed to switch KAI: the lab is not up; start it with `make lab-up`"
-                )
-            lab.kai_version, lab.kai_bundle = args.version, args.bundle
-            result = lab.install_kai()
-            print(json.dumps(result))
+            for c in fleet:
+                if not c.kubeconfig.exists():
+                    raise LabError(
+                        f"Failed to switch KAI on lab {c.name}: it is not up; start it with "
+                        "`make lab-up`"
+                    )
+                one = lab_of(c)
+                one.kai_version, one.kai_bundle = args.version, args.bundle
+                print(json.dumps(one.install_kai()))
         elif args.cmd == "kai-bundle":
             from .kai import export_bundle
 
             print(export_bundle(lab, args.version, Path(args.dest)))
         elif args.cmd == "status":
-            if not cfg.state_dir.exists():
-                print(f"lab {cfg.name} is not up: start it with `make lab-up`")
-                return 3
-            rows = lab.status()
-            if args.json:
-                print(json.dumps(rows, indent=2))
-            else:
-                for r in rows:
-                    state = "running" if r["running"] else "stopped"
-                    health = "healthy" if r["healthy"] else "-"
-                    print(
-                        f"{r['name']:<24} {state:<8} {health:<8} pid={r['pid'] or '-':<8} "
-                        f"{r['version']:<24} {' '.join(r['ports'])}"
-                    )
-            up = all(r["running"] for r in rows)
-            if up and not args.json:
-                _print_kai(lab)
-            return 0 if up else 3
+            return _status([lab_of(c) for c in fleet], args.json)
         elif args.cmd == "kubeconfig":
             print(cfg.kubeconfig)
         elif args.cmd == "env":
-            import shlex
-
-            bins = lab.binaries()
-            path = [str(bins["kubectl"].parent), str(bins["helm"].parent)]
-            # The project's venv (make passes its path): ansible-playbook, molecule, pytest first.
-            venv = os.environ.get("KAIOPS_VENV")
-            print(f"export KUBECONFIG={shlex.quote(str(cfg.kubeconfig))}")
-            if venv:
-                print(f"export VIRTUAL_ENV={shlex.quote(venv)}")
-                path.insert(0, str(Path(venv) / "bin"))
-            print(f'export PATH={shlex.quote(":".join(path))}:"$PATH"')
+            _env(lab, fleet)
         elif args.cmd == "plan":
-            for comp in lab.plan():
-                print(f"# {comp.name} ({comp.version}) ports: {' '.join(comp.ports)}")
-                print(" ".join(comp.command()))
+            for c in fleet:
+                for comp in lab_of(c).plan():
+                    print(f"# {c.name}: {comp.name} ({comp.version}) ports: {' '.join(comp.ports)}")
+                    print(" ".join(comp.launch()))
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

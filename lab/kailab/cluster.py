@@ -215,7 +215,8 @@ class Lab:
             self.cfg.path(sub).mkdir(parents=True, exist_ok=True)
         self.cfg.path("etcd").chmod(0o700)
         self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
-        host.make_shared(self.cfg)
+        if not self.cfg.netns:  # a fleet node's state folder is shared inside its namespace
+            host.make_shared(self.cfg)
         stamp = {
             "name": self.cfg.name,
             "config": json.loads(self.cfg.to_json()),
@@ -265,7 +266,7 @@ class Lab:
         }
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                comp.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                comp.launch(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, start_new_session=True, cwd=self.cfg.state_dir,
             )  # fmt: skip
         self.cfg.path(PIDS, f"{comp.name}.pid").write_text(str(proc.pid))
@@ -293,6 +294,12 @@ class Lab:
         return "\n".join(text.splitlines()[-lines:])
 
     def _healthy(self, health: Health) -> bool:
+        if self.cfg.netns and health.kind != "socket":
+            # a fleet cluster's components listen on its namespace's loopback
+            return host.in_netns(self.cfg.netns, lambda: self._check(health))
+        return self._check(health)
+
+    def _check(self, health: Health) -> bool:
         try:
             if health.kind == "socket":
                 with socket.socket(socket.AF_UNIX) as sock:
@@ -370,7 +377,7 @@ class Lab:
         self._step("stop components", self._stop_all)
         self._step("unmount", lambda: host.unmount_under(self.cfg.state_dir, self.cfg.run_dir))
         self._step("network, iptables, namespaces", lambda: host.teardown_network(self.cfg))
-        self._step("pod cgroups", host.remove_cgroups)
+        self._step("pod cgroups", lambda: host.remove_cgroups(self.cfg.pod_cgroups))
         self._step("kernel settings and host folders", self._restore)
         self._step("state folder", lambda: self._remove_state(rec))
         leftovers = self.leftovers(existed)
@@ -384,7 +391,7 @@ class Lab:
             pid = self.pid_of(by_name[name])
             if pid:
                 host.stop([pid])
-        host.stop(host.cgroup_pids())
+        host.stop(host.cgroup_pids(self.cfg.pod_cgroups))
         for name in reversed(list(by_name)):
             pid = self.pid_of(by_name[name])
             if pid:
@@ -419,13 +426,18 @@ class Lab:
         found = [f"process {pid}: {cmd}" for pid, cmd in host.lab_pids(self.cfg).items()]
         links = host.run("ip", "-o", "link", "show").stdout
         found += [f"link {d}" for d in (net.node_bridge, net.cni_bridge) if f" {d}:" in links]
+        if self.cfg.netns:
+            found += [f"netns {n}" for n in host.netns_names() if n == self.cfg.netns]
+            found += [f"netns {n}" for n in host.stale_cni_pins()]
+            found += [f"cgroup {p}" for p in host.cgroup_dirs(self.cfg.pod_cgroups)]
+        else:
+            found += [f"netns {n}" for n in host.netns_names() if n.startswith("cni-")]
+        roots = (str(self.cfg.state_dir), str(self.cfg.run_dir), str(self.cfg.mount_pin))
         found += [
-            f"netns {n}"
-            for n in host.run("ip", "netns", "list").stdout.split()
-            if n.startswith("cni-")
+            f"mount {t}"
+            for _, t in host.mounts()
+            if t in roots or t.startswith(tuple(f"{r}/" for r in roots))
         ]
-        roots = (str(self.cfg.state_dir), str(self.cfg.run_dir))
-        found += [f"mount {t}" for _, t in host.mounts() if t.startswith(roots)]
         for tool in ("iptables", "ip6tables"):
             dump = host.run(f"{tool}-save", check=False).stdout
             found += [f"{tool} {t}/{c}" for t, c in host.lab_chains(dump)]

@@ -9,7 +9,7 @@ here and nowhere else.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -37,9 +37,15 @@ class Component:
     files: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     version: str = ""
+    # Run before the binary to enter the cluster's namespaces (a fleet's further clusters).
+    # nsenter execs the binary in place, so the process's command line stays `command()`.
+    prefix: tuple[str, ...] = ()
 
     def command(self) -> list[str]:
         return [str(self.binary), *self.args]
+
+    def launch(self) -> list[str]:
+        return [*self.prefix, *self.command()]
 
 
 @dataclass(frozen=True)
@@ -299,6 +305,10 @@ def kubelet(cfg: LabConfig, bins: Binaries, gpu_devices: int = 2) -> Component:
         "volumeStatsAggPeriod": "1m",
         "shutdownGracePeriod": "0s",
     }
+    if cfg.netns:
+        # Pods of a fleet's further cluster live in a cgroup subtree of their own, so that
+        # neither kubelet counts, limits or removes the other's.
+        config["cgroupRoot"] = cfg.cgroup_root
     return Component(
         name="kubelet",
         binary=bins["kubelet"],
@@ -395,7 +405,8 @@ def fake_gpu_plugin(cfg: LabConfig, bins: Binaries, devices: int) -> Component:
             f"--node-name={cfg.node_name}",
         ),
         ports=(f"unix:{plugin_dir / 'kaiops-fake-gpu.sock'}",),
-        health=Health("socket", str(plugin_dir / "kaiops-fake-gpu.sock")),
+        # the same socket, where the host sees it (a fleet node's folder is bound over plugin_dir)
+        health=Health("socket", str(cfg.device_plugin_dir / "kaiops-fake-gpu.sock")),
     )
 
 
@@ -403,7 +414,7 @@ def plan(
     cfg: LabConfig, bins: Binaries, pause_image: str, stages: Path, gpu_devices: int = 2
 ) -> list[Component]:
     """Every component in start order (dependencies first)."""
-    return [
+    comps = [
         etcd(cfg, bins),
         kube_apiserver(cfg, bins),
         kube_controller_manager(cfg, bins),
@@ -414,6 +425,11 @@ def plan(
         fake_gpu_plugin(cfg, bins, gpu_devices),
         kwok(cfg, bins, stages),
     ]
+    if not cfg.netns:
+        return comps
+    # A fleet's further cluster runs whole inside its node's network and mount namespaces.
+    enter = ("nsenter", f"--net=/run/netns/{cfg.netns}", f"--mount={cfg.mount_pin}", "--")
+    return [replace(c, prefix=enter) for c in comps]
 
 
 def log_path(cfg: LabConfig, comp: Component) -> Path:

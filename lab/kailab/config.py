@@ -76,7 +76,13 @@ def _env_int(name: str, default: int, low: int, high: int) -> int:
 
 @dataclass(frozen=True)
 class Network:
-    """Addresses live on interfaces the lab creates; nothing else is bound or dialled."""
+    """Addresses live on interfaces the lab creates; nothing else is bound or dialled.
+
+    The first cluster lives in the host's network namespace (today's lab). Every further
+    cluster of a fleet lives whole in a network namespace of its own (`netns`), joined to the
+    host by one veth pair: `node_bridge` is then the host's end (`host_ip`) and `node_ip` the
+    namespace's. The namespace has no default route, so nothing of one cluster reaches another's.
+    """
 
     node_bridge: str = "kaiops0"
     node_ip: str = "10.250.0.1"
@@ -89,6 +95,22 @@ class Network:
     # KWOK pods get addresses from here; nothing answers there, so it is routed nowhere.
     kwok_pod_cidr: str = "10.251.0.0/16"
     kwok_node_ip: str = "10.250.0.2"
+    netns: str = ""
+    host_ip: str = ""
+
+    @classmethod
+    def for_cluster(cls, index: int, name: str) -> Network:
+        """Cluster `index` (1-based) of a fleet: the first one is today's lab, unchanged."""
+        if index == 1:
+            return cls()
+        subnet = f"10.250.{index - 1}"
+        return cls(
+            node_bridge=f"kaiops{index}h",
+            node_ip=f"{subnet}.1",
+            kwok_node_ip=f"{subnet}.2",
+            netns=name,
+            host_ip=f"{subnet}.254",
+        )
 
 
 @dataclass(frozen=True)
@@ -100,6 +122,14 @@ class GpuNodes:
     name_prefix: str = "kwok-gpu-"
 
 
+# A fleet lab's size: LAB_CLUSTERS clusters side by side (make passes it on).
+MAX_CLUSTERS = 20
+LAB_ROOT = Path("/var/lib/kaiops-lab")
+RUN_ROOT = Path("/run/kaiops-lab")
+# Persistent mount namespaces of the fleet's nodes are pinned here (a private mount).
+NS_PINS = RUN_ROOT / ".ns"
+
+
 @dataclass(frozen=True)
 class LabConfig:
     name: str = "kaiops"
@@ -108,19 +138,74 @@ class LabConfig:
     node_name: str = "kaiops-node"
     network: Network = field(default_factory=Network)
     gpu_nodes: GpuNodes = field(default_factory=GpuNodes)
+    index: int = 1
 
     @classmethod
-    def from_env(cls) -> LabConfig:
-        name = os.environ.get("KAIOPS_LAB_NAME", "kaiops")
+    def from_env(cls, index: int = 1) -> LabConfig:
+        """Cluster `index` of the lab: 1 is `KAIOPS_LAB_NAME` (kaiops), n is `<name>-<n>`."""
+        base = os.environ.get("KAIOPS_LAB_NAME", "kaiops")
+        name = base if index == 1 else f"{base}-{index}"
         count = _env_int("KAIOPS_LAB_GPU_NODES", GpuNodes.count, 0, 1000)
         gpus = _env_int("KAIOPS_LAB_GPUS_PER_NODE", GpuNodes.gpus_per_node, 1, 16)
-        state = Path(os.environ.get("KAIOPS_LAB_STATE", f"/var/lib/kaiops-lab/{name}"))
+        state = LAB_ROOT / name
+        if index == 1:
+            state = Path(os.environ.get("KAIOPS_LAB_STATE", state))
         return cls(
             name=name,
             state_dir=state,
-            run_dir=Path(f"/run/kaiops-lab/{name}"),
+            run_dir=RUN_ROOT / name,
+            network=Network.for_cluster(index, name),
             gpu_nodes=GpuNodes(count=count, gpus_per_node=gpus),
+            index=index,
         )
+
+    @classmethod
+    def fleet_from_env(cls) -> list[LabConfig]:
+        """Every cluster `LAB_CLUSTERS` asks for (default 1: today's lab alone)."""
+        count = _env_int("KAIOPS_LAB_CLUSTERS", 1, 1, MAX_CLUSTERS)
+        return [cls.from_env(i) for i in range(1, count + 1)]
+
+    @classmethod
+    def on_machine(cls, fleet: list[LabConfig]) -> list[LabConfig]:
+        """The clusters `fleet` names and every other one of this lab found on the machine
+        (a state folder or a network namespace left by a larger fleet), in index order."""
+        base = fleet[0].name
+        found = {c.index for c in fleet}
+        names = [p.name for p in LAB_ROOT.iterdir()] if LAB_ROOT.is_dir() else []
+        netns = Path("/run/netns")
+        names += [p.name for p in netns.iterdir()] if netns.is_dir() else []
+        for name in names:
+            suffix = name[len(base) + 1 :] if name.startswith(f"{base}-") else ""
+            if suffix.isdigit() and 2 <= int(suffix) <= MAX_CLUSTERS:
+                found.add(int(suffix))
+        return [cls.from_env(i) for i in sorted(found)]
+
+    @property
+    def netns(self) -> str:
+        return self.network.netns
+
+    @property
+    def mount_pin(self) -> Path:
+        """The node's mount namespace (clusters in a network namespace of their own only)."""
+        return NS_PINS / self.name
+
+    @property
+    def cgroup_root(self) -> str:
+        """Where the kubelet puts pods: the host's root for cluster 1, a subtree otherwise."""
+        return f"/{self.name}" if self.netns else "/"
+
+    @property
+    def pod_cgroups(self) -> tuple[str, ...]:
+        """Top-level cgroup folders of this cluster's pods in each v1 hierarchy."""
+        return (self.name,) if self.netns else ("kubepods", "kubepods.slice")
+
+    @property
+    def device_plugin_dir(self) -> Path:
+        """The kubelet's device-plugin folder as the host sees it (fixed in kubelet's code to
+        /var/lib/kubelet/device-plugins; a fleet node gets its own bound over that path)."""
+        if self.netns:
+            return self.path("device-plugins")
+        return Path("/var/lib/kubelet/device-plugins")
 
     def path(self, *parts: str) -> Path:
         return self.state_dir.joinpath(*parts)

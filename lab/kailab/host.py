@@ -6,6 +6,7 @@ the first change, so a `down` after a killed `up` still restores the machine.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -13,10 +14,11 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
-from .config import ENV_MARKER, RESTORE, LabConfig, LabError
+from .config import ENV_MARKER, NS_PINS, RESTORE, LabConfig, LabError
 
 # Kernel settings the lab sets, and those its components may set on their own
 # (kubelet and kube-proxy tune some at start): all are read first and restored.
@@ -122,9 +124,12 @@ def remove_host_paths(cfg: LabConfig, rec: dict) -> list[str]:
     logs = Path("/var/log/containers")
     if logs.is_dir():
         for link in logs.iterdir():
-            if link.is_symlink() and os.readlink(link).startswith(str(cfg.state_dir)):
+            if link.is_symlink() and os.readlink(link).startswith(f"{cfg.state_dir}/"):
                 link.unlink()
                 done.append(str(link))
+    if cfg.netns:
+        # the host's own cluster made these folders or found them; it removes them, last
+        return done
     existed = set(rec.get("existing_paths", HOST_PATHS))
     for path in HOST_PATHS:
         if path not in existed and Path(path).exists():
@@ -137,6 +142,9 @@ def remove_host_paths(cfg: LabConfig, rec: dict) -> list[str]:
 
 
 def setup_network(cfg: LabConfig) -> None:
+    if cfg.netns:
+        setup_fleet_node(cfg)
+        return
     net = cfg.network
     for key, value in SYSCTL_SET.items():
         write_sysctl(key, value)
@@ -156,12 +164,15 @@ def setup_network(cfg: LabConfig) -> None:
 def _guard(cfg: LabConfig) -> None:
     """Pods may talk to each other and to the lab's node address, nothing else."""
     net = cfg.network
-    if run("iptables", "-n", "-L", GUARD, check=False).returncode != 0:
-        run("iptables", "-N", GUARD)
-    run("iptables", "-F", GUARD)
+    # a fleet node's subnet holds the host's end of its veth too: only the node itself is let in
+    node = f"{net.node_ip}/32" if cfg.netns else f"{net.node_ip}/{net.node_prefix}"
+    ipt = ("nsenter", f"--net=/run/netns/{cfg.netns}", "iptables") if cfg.netns else ("iptables",)
+    if run(*ipt, "-n", "-L", GUARD, check=False).returncode != 0:
+        run(*ipt, "-N", GUARD)
+    run(*ipt, "-F", GUARD)
     for rule in (
         ["-s", net.cluster_cidr, "-d", net.cluster_cidr, "-j", "RETURN"],
-        ["-s", net.cluster_cidr, "-d", f"{net.node_ip}/{net.node_prefix}", "-j", "RETURN"],
+        ["-s", net.cluster_cidr, "-d", node, "-j", "RETURN"],
         ["-s", net.cluster_cidr, "-j", "REJECT"],
         [
             "-d",
@@ -176,12 +187,135 @@ def _guard(cfg: LabConfig) -> None:
             "REJECT",
         ],
     ):
-        run("iptables", "-A", GUARD, *rule)
-    if run("iptables", "-C", "FORWARD", "-j", GUARD, check=False).returncode != 0:
-        run("iptables", "-I", "FORWARD", "1", "-j", GUARD)
+        run(*ipt, "-A", GUARD, *rule)
+    if run(*ipt, "-C", "FORWARD", "-j", GUARD, check=False).returncode != 0:
+        run(*ipt, "-I", "FORWARD", "1", "-j", GUARD)
+
+
+# ---------------------------------------------------------------- a fleet's further clusters
+
+
+def netns_names() -> list[str]:
+    return [line.split()[0] for line in run("ip", "netns", "list").stdout.splitlines() if line]
+
+
+def _in_ns(cfg: LabConfig, *args: str, mount: bool = False) -> subprocess.CompletedProcess:
+    enter = [f"--net=/run/netns/{cfg.netns}"] + ([f"--mount={cfg.mount_pin}"] if mount else [])
+    return run("nsenter", *enter, "--", *args)
+
+
+def setup_fleet_node(cfg: LabConfig) -> None:
+    """One cluster of a fleet: a network namespace joined to the host by a veth pair, a mount
+    namespace of its own for the node (the kubelet's device-plugin folder is fixed in its code,
+    so each node binds its own there), and a cgroup subtree for its pods. Converges."""
+    net, ns = cfg.network, cfg.netns
+    if ns not in netns_names():
+        run("ip", "netns", "add", ns)
+    if run("ip", "link", "show", net.node_bridge, check=False).returncode != 0:
+        run("ip", "link", "add", net.node_bridge, "type", "veth", "peer", "name", "eth0",
+            "netns", ns)  # fmt: skip
+    if f" {net.host_ip}/" not in run("ip", "-o", "addr", "show", "dev", net.node_bridge).stdout:
+        run("ip", "addr", "add", f"{net.host_ip}/{net.node_prefix}", "dev", net.node_bridge)
+    run("ip", "link", "set", net.node_bridge, "up")
+    if f" {net.node_ip}/" not in _in_ns(cfg, "ip", "-o", "addr", "show", "dev", "eth0").stdout:
+        _in_ns(cfg, "ip", "addr", "add", f"{net.node_ip}/{net.node_prefix}", "dev", "eth0")
+    _in_ns(cfg, "ip", "link", "set", "eth0", "up")
+    _in_ns(cfg, "ip", "link", "set", "lo", "up")
+    # these are the namespace's own: the host's values are not touched
+    _in_ns(cfg, "sysctl", "-qw", *(f"{k}={v}" for k, v in SYSCTL_SET.items()))
+    _guard(cfg)
+    _mount_namespace(cfg)
+    for hierarchy in _cgroup_hierarchies():
+        (hierarchy / cfg.name).mkdir(exist_ok=True)
+
+
+def _mount_namespace(cfg: LabConfig) -> None:
+    pin = str(cfg.mount_pin)
+    if not any(t == str(NS_PINS) for _, t in mounts()):
+        # unshare pins a namespace only on a mount that is not shared
+        NS_PINS.mkdir(parents=True, exist_ok=True)
+        run("mount", "--bind", str(NS_PINS), str(NS_PINS))
+        run("mount", "--make-private", str(NS_PINS))
+    if any(t == pin for _, t in mounts()):
+        return
+    cfg.mount_pin.touch()
+    # slave: the host's mounts still reach the node, the node's never reach the host
+    run("unshare", f"--mount={pin}", "--propagation", "slave", "true")
+    plugins, fixed = cfg.device_plugin_dir, Path("/var/lib/kubelet/device-plugins")
+    plugins.mkdir(parents=True, exist_ok=True)
+    fixed.mkdir(parents=True, exist_ok=True)
+    state = str(cfg.state_dir)
+    # the copy holds the host's pins of other namespaces, which would keep them alive: dropped
+    keep = f"/run/netns/{cfg.netns}"
+    _in_ns(cfg, "sh", "-c", f"umount -l {NS_PINS} 2>/dev/null; for f in /run/netns/*; do "
+           f'[ "$f" = {keep} ] || umount -l "$f" 2>/dev/null; done; true', mount=True)  # fmt: skip
+    _in_ns(cfg, "mount", "--bind", str(plugins), str(fixed), mount=True)
+    # kubelet volumes need shared propagation; inside the node's namespace only
+    _in_ns(cfg, "mount", "--bind", state, state, mount=True)
+    _in_ns(cfg, "mount", "--make-rshared", state, mount=True)
+
+
+def teardown_fleet_node(cfg: LabConfig) -> list[str]:
+    """Undo setup_fleet_node after its processes are gone: the namespaces (their mounts and
+    links go with them), the host's end of the veth, the pods' cgroup subtree."""
+    done = []
+    pin = str(cfg.mount_pin)
+    if any(t == pin for _, t in mounts()):
+        run("umount", pin, check=False)
+        done.append(f"mount namespace {cfg.name}")
+    cfg.mount_pin.unlink(missing_ok=True)
+    if NS_PINS.is_dir() and not any(NS_PINS.iterdir()):
+        run("umount", str(NS_PINS), check=False)
+        NS_PINS.rmdir()
+    if cfg.netns in netns_names():
+        run("ip", "netns", "del", cfg.netns)
+        done.append(f"netns {cfg.netns}")
+    if run("ip", "link", "show", cfg.network.node_bridge, check=False).returncode == 0:
+        run("ip", "link", "del", cfg.network.node_bridge, check=False)
+        done.append(f"link {cfg.network.node_bridge}")
+    # pod namespaces this node's containerd pinned are plain files on the host (their mounts
+    # lived in the node's namespace); live pins of the host's own cluster are mounts: kept
+    for name in stale_cni_pins():
+        Path("/run/netns", name).unlink(missing_ok=True)
+        done.append(f"netns {name}")
+    done += remove_cgroups(cfg.pod_cgroups)
+    return done
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def in_netns(netns: str, fn):
+    """fn() from inside a network namespace: a thread of its own enters it (setns changes only
+    the calling thread), so the lab's own process never leaves the host's namespace."""
+    result: dict = {}
+
+    def target() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        try:
+            with open(f"/run/netns/{netns}", "rb") as handle:
+                if libc.setns(handle.fileno(), CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into {netns}")
+            result["value"] = fn()
+        except Exception as exc:  # noqa: BLE001 -- re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"netns-{netns}")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+def stale_cni_pins() -> list[str]:
+    live = {t for _, t in mounts()}
+    return [n for n in netns_names() if n.startswith("cni-") and f"/run/netns/{n}" not in live]
 
 
 def teardown_network(cfg: LabConfig) -> list[str]:
+    if cfg.netns:
+        return teardown_fleet_node(cfg)
     net = cfg.network
     done = []
     for dev in (net.cni_bridge, net.node_bridge):
@@ -287,6 +421,14 @@ def unmount_under(*roots: Path) -> list[str]:
     return done
 
 
+def _cgroup_hierarchies() -> list[Path]:
+    root = Path("/sys/fs/cgroup")
+    if not root.exists():
+        return []
+    # cpu and cpuacct are links to one hierarchy: each hierarchy once
+    return [h for h in root.iterdir() if h.is_dir() and not h.is_symlink()]
+
+
 def remove_cgroups(names=("kubepods", "kubepods.slice")) -> list[str]:
     """The kubelet's pod cgroups in every v1 hierarchy, deepest first (rmdir takes empty ones)."""
     done = []
@@ -307,6 +449,10 @@ def remove_cgroups(names=("kubepods", "kubepods.slice")) -> list[str]:
             if not top.exists():
                 done.append(str(top))
     return done
+
+
+def cgroup_dirs(names) -> list[str]:
+    return [str(h / n) for h in _cgroup_hierarchies() for n in names if (h / n).is_dir()]
 
 
 def cgroup_pids(names=("kubepods",)) -> set[int]:
@@ -331,7 +477,8 @@ def lab_pids(cfg: LabConfig) -> dict[int, str]:
     """Processes of this lab: marked in their environment, or mentioning its folders."""
     found = {}
     marker = f"{ENV_MARKER}={cfg.name}".encode()
-    needles = (str(cfg.state_dir).encode(), str(cfg.run_dir).encode())
+    # with the slash: lab kaiops must not take kaiops-2's processes for its own
+    needles = (f"{cfg.state_dir}/".encode(), f"{cfg.run_dir}/".encode())
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
