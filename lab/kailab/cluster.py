@@ -296,7 +296,7 @@ class Lab:
     def _healthy(self, health: Health) -> bool:
         if self.cfg.netns and health.kind != "socket":
             # a fleet cluster's components listen on its namespace's loopback
-            return host.in_netns(self.cfg.netns, lambda: self._check(health))
+            return host.in_netns(self.cfg.net_pin, lambda: self._check(health))
         return self._check(health)
 
     def _check(self, health: Health) -> bool:
@@ -427,12 +427,14 @@ class Lab:
         links = host.run("ip", "-o", "link", "show").stdout
         found += [f"link {d}" for d in (net.node_bridge, net.cni_bridge) if f" {d}:" in links]
         if self.cfg.netns:
-            found += [f"netns {n}" for n in host.netns_names() if n == self.cfg.netns]
+            found += [
+                f"namespace {p}" for p in (self.cfg.net_pin, self.cfg.mount_pin) if p.exists()
+            ]
             found += [f"netns {n}" for n in host.stale_cni_pins()]
             found += [f"cgroup {p}" for p in host.cgroup_dirs(self.cfg.pod_cgroups)]
         else:
             found += [f"netns {n}" for n in host.netns_names() if n.startswith("cni-")]
-        roots = (str(self.cfg.state_dir), str(self.cfg.run_dir), str(self.cfg.mount_pin))
+        roots = (str(self.cfg.state_dir), str(self.cfg.run_dir))
         found += [
             f"mount {t}"
             for _, t in host.mounts()

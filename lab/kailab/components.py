@@ -428,7 +428,7 @@ def plan(
     if not cfg.netns:
         return comps
     # A fleet's further cluster runs whole inside its node's network and mount namespaces.
-    enter = ("nsenter", f"--net=/run/netns/{cfg.netns}", f"--mount={cfg.mount_pin}", "--")
+    enter = ("nsenter", f"--net={cfg.net_pin}", f"--mount={cfg.mount_pin}", "--")
     return [replace(c, prefix=enter) for c in comps]
 
 

@@ -168,12 +168,11 @@ class LabConfig:
     @classmethod
     def on_machine(cls, fleet: list[LabConfig]) -> list[LabConfig]:
         """The clusters `fleet` names and every other one of this lab found on the machine
-        (a state folder or a network namespace left by a larger fleet), in index order."""
+        (a state folder or a namespace left by a larger fleet), in index order."""
         base = fleet[0].name
         found = {c.index for c in fleet}
         names = [p.name for p in LAB_ROOT.iterdir()] if LAB_ROOT.is_dir() else []
-        netns = Path("/run/netns")
-        names += [p.name for p in netns.iterdir()] if netns.is_dir() else []
+        names += [p.stem for p in NS_PINS.iterdir()] if NS_PINS.is_dir() else []
         for name in names:
             suffix = name[len(base) + 1 :] if name.startswith(f"{base}-") else ""
             if suffix.isdigit() and 2 <= int(suffix) <= MAX_CLUSTERS:
@@ -187,7 +186,14 @@ class LabConfig:
     @property
     def mount_pin(self) -> Path:
         """The node's mount namespace (clusters in a network namespace of their own only)."""
-        return NS_PINS / self.name
+        return NS_PINS / f"{self.name}.mnt"
+
+    @property
+    def net_pin(self) -> Path:
+        """The cluster's network namespace. Not in /run/netns: `ip netns add` would bind-mount
+        that folder over itself, above the host cluster's pod namespaces, and containerd could
+        then no longer remove them."""
+        return NS_PINS / f"{self.name}.net"
 
     @property
     def cgroup_root(self) -> str:

@@ -166,7 +166,7 @@ def _guard(cfg: LabConfig) -> None:
     net = cfg.network
     # a fleet node's subnet holds the host's end of its veth too: only the node itself is let in
     node = f"{net.node_ip}/32" if cfg.netns else f"{net.node_ip}/{net.node_prefix}"
-    ipt = ("nsenter", f"--net=/run/netns/{cfg.netns}", "iptables") if cfg.netns else ("iptables",)
+    ipt = ("nsenter", f"--net={cfg.net_pin}", "iptables") if cfg.netns else ("iptables",)
     if run(*ipt, "-n", "-L", GUARD, check=False).returncode != 0:
         run(*ipt, "-N", GUARD)
     run(*ipt, "-F", GUARD)
@@ -200,20 +200,35 @@ def netns_names() -> list[str]:
 
 
 def _in_ns(cfg: LabConfig, *args: str, mount: bool = False) -> subprocess.CompletedProcess:
-    enter = [f"--net=/run/netns/{cfg.netns}"] + ([f"--mount={cfg.mount_pin}"] if mount else [])
+    enter = [f"--net={cfg.net_pin}"] + ([f"--mount={cfg.mount_pin}"] if mount else [])
     return run("nsenter", *enter, "--", *args)
+
+
+def pinned(path: Path) -> bool:
+    return any(t == str(path) for _, t in mounts())
+
+
+def _pins_folder() -> None:
+    if not pinned(NS_PINS):
+        # unshare pins a namespace only on a mount that is not shared
+        NS_PINS.mkdir(parents=True, exist_ok=True)
+        run("mount", "--bind", str(NS_PINS), str(NS_PINS))
+        run("mount", "--make-private", str(NS_PINS))
 
 
 def setup_fleet_node(cfg: LabConfig) -> None:
     """One cluster of a fleet: a network namespace joined to the host by a veth pair, a mount
     namespace of its own for the node (the kubelet's device-plugin folder is fixed in its code,
     so each node binds its own there), and a cgroup subtree for its pods. Converges."""
-    net, ns = cfg.network, cfg.netns
-    if ns not in netns_names():
-        run("ip", "netns", "add", ns)
+    net = cfg.network
+    _pins_folder()
+    if not pinned(cfg.net_pin):
+        cfg.net_pin.touch()
+        run("unshare", f"--net={cfg.net_pin}", "true")
     if run("ip", "link", "show", net.node_bridge, check=False).returncode != 0:
-        run("ip", "link", "add", net.node_bridge, "type", "veth", "peer", "name", "eth0",
-            "netns", ns)  # fmt: skip
+        # made inside, its peer moved out to this process's (the host's) namespace
+        _in_ns(cfg, "ip", "link", "add", "eth0", "type", "veth", "peer", "name", net.node_bridge,
+               "netns", str(os.getpid()))  # fmt: skip
     if f" {net.host_ip}/" not in run("ip", "-o", "addr", "show", "dev", net.node_bridge).stdout:
         run("ip", "addr", "add", f"{net.host_ip}/{net.node_prefix}", "dev", net.node_bridge)
     run("ip", "link", "set", net.node_bridge, "up")
@@ -231,12 +246,7 @@ def setup_fleet_node(cfg: LabConfig) -> None:
 
 def _mount_namespace(cfg: LabConfig) -> None:
     pin = str(cfg.mount_pin)
-    if not any(t == str(NS_PINS) for _, t in mounts()):
-        # unshare pins a namespace only on a mount that is not shared
-        NS_PINS.mkdir(parents=True, exist_ok=True)
-        run("mount", "--bind", str(NS_PINS), str(NS_PINS))
-        run("mount", "--make-private", str(NS_PINS))
-    if any(t == pin for _, t in mounts()):
+    if pinned(cfg.mount_pin):
         return
     cfg.mount_pin.touch()
     # slave: the host's mounts still reach the node, the node's never reach the host
@@ -245,10 +255,10 @@ def _mount_namespace(cfg: LabConfig) -> None:
     plugins.mkdir(parents=True, exist_ok=True)
     fixed.mkdir(parents=True, exist_ok=True)
     state = str(cfg.state_dir)
-    # the copy holds the host's pins of other namespaces, which would keep them alive: dropped
-    keep = f"/run/netns/{cfg.netns}"
+    # the copy holds the host's pins of other namespaces (other clusters', the host cluster's
+    # pods'), which would keep them alive: dropped
     _in_ns(cfg, "sh", "-c", f"umount -l {NS_PINS} 2>/dev/null; for f in /run/netns/*; do "
-           f'[ "$f" = {keep} ] || umount -l "$f" 2>/dev/null; done; true', mount=True)  # fmt: skip
+           'umount -l "$f" 2>/dev/null; done; true', mount=True)  # fmt: skip
     _in_ns(cfg, "mount", "--bind", str(plugins), str(fixed), mount=True)
     # kubelet volumes need shared propagation; inside the node's namespace only
     _in_ns(cfg, "mount", "--bind", state, state, mount=True)
@@ -259,17 +269,14 @@ def teardown_fleet_node(cfg: LabConfig) -> list[str]:
     """Undo setup_fleet_node after its processes are gone: the namespaces (their mounts and
     links go with them), the host's end of the veth, the pods' cgroup subtree."""
     done = []
-    pin = str(cfg.mount_pin)
-    if any(t == pin for _, t in mounts()):
-        run("umount", pin, check=False)
-        done.append(f"mount namespace {cfg.name}")
-    cfg.mount_pin.unlink(missing_ok=True)
+    for pin, what in ((cfg.mount_pin, "mount"), (cfg.net_pin, "network")):
+        if pinned(pin):
+            run("umount", str(pin), check=False)
+            done.append(f"{what} namespace {cfg.name}")
+        pin.unlink(missing_ok=True)
     if NS_PINS.is_dir() and not any(NS_PINS.iterdir()):
         run("umount", str(NS_PINS), check=False)
         NS_PINS.rmdir()
-    if cfg.netns in netns_names():
-        run("ip", "netns", "del", cfg.netns)
-        done.append(f"netns {cfg.netns}")
     if run("ip", "link", "show", cfg.network.node_bridge, check=False).returncode == 0:
         run("ip", "link", "del", cfg.network.node_bridge, check=False)
         done.append(f"link {cfg.network.node_bridge}")
@@ -285,7 +292,7 @@ def teardown_fleet_node(cfg: LabConfig) -> list[str]:
 CLONE_NEWNET = 0x40000000
 
 
-def in_netns(netns: str, fn):
+def in_netns(pin: Path, fn):
     """fn() from inside a network namespace: a thread of its own enters it (setns changes only
     the calling thread), so the lab's own process never leaves the host's namespace."""
     result: dict = {}
@@ -293,14 +300,14 @@ def in_netns(netns: str, fn):
     def target() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         try:
-            with open(f"/run/netns/{netns}", "rb") as handle:
+            with open(pin, "rb") as handle:
                 if libc.setns(handle.fileno(), CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), f"setns into {netns}")
+                    raise OSError(ctypes.get_errno(), f"setns into {pin}")
             result["value"] = fn()
         except Exception as exc:  # noqa: BLE001 -- re-raised in the caller's thread
             result["error"] = exc
 
-    thread = threading.Thread(target=target, name=f"netns-{netns}")
+    thread = threading.Thread(target=target, name=f"netns-{pin.name}")
     thread.start()
     thread.join()
     if "error" in result:
