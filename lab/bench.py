@@ -134,6 +134,31 @@ def reproduce(lab: Lab) -> None:
         print(f"reproduce.yml exited {proc.returncode}: {proc.stdout[-2000:]}", file=sys.stderr)
 
 
+def kailab(*args: str) -> float:
+    """Seconds one `python -m kailab` command takes (the fleet's as make runs it)."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "kailab", *args], cwd=REPO / "lab", check=True,
+                   capture_output=True)  # fmt: skip
+    return time.monotonic() - started
+
+
+def fleet_figures(fleet: list[LabConfig], idle_seconds: float) -> list[tuple]:
+    """LAB_CLUSTERS > 1: the fleet from down to every cluster Ready with KAI rolled out, each
+    cluster's idle memory (its processes and its pods), and the time to take all of it down."""
+    kailab("down")
+    figures = [(f"warm lab-up, {len(fleet)} clusters with KAI", kailab("up"), "s")]
+    time.sleep(idle_seconds)
+    total = 0.0
+    for cfg in fleet:
+        mib = rss_mib(set(host.lab_pids(cfg)) | host.cgroup_pids(cfg.pod_cgroups))
+        figures.append((f"  idle resident memory, {cfg.name}", mib, "MiB"))
+        total += mib
+    figures.append(("idle resident memory, the fleet", total, "MiB"))
+    figures.append((f"lab-down, {len(fleet)} clusters", kailab("down"), "s"))
+    figures.append(("lab-up again (for the next user)", kailab("up"), "s"))
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cold", action="store_true", help="also time a build from empty caches")
@@ -162,6 +187,12 @@ def main() -> int:
             )
             figures.append(("cold build of all binaries", time.monotonic() - started, "s"))
 
+    fleet = LabConfig.fleet_from_env()
+    if len(fleet) > 1:
+        figures += fleet_figures(fleet, args.idle_seconds)
+        for name, value, unit in figures:
+            print(f"{name:<40} {value:10.1f} {unit}")
+        return 0
     lab = Lab(LabConfig.from_env(), log=quiet)
     lab.down()
     figures.append(("warm lab-up to all nodes Ready", timed(lab.up), "s"))

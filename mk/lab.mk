@@ -54,8 +54,8 @@ lab-env: ## print exports for eval: KUBECONFIG, VIRTUAL_ENV, PATH with the venv 
 lab-plan: ## print every component command without running anything
 	@$(LAB) plan
 
-lab-bench: lab-deps $(VENV_STAMP) ## benchmark: warm up-to-Ready, delete time, idle memory with KAI, KAI install/switch and 100 fraction pods, a full reproduce.yml (lab/bench.py --cold adds a cold build)
-	PYTHONPATH=$(CURDIR)/lab $(LAB_PY) lab/bench.py
+lab-bench: lab-deps $(VENV_STAMP) ## benchmark: warm up-to-Ready, delete time, idle memory with KAI, KAI install/switch and 100 fraction pods, a full reproduce.yml (lab/bench.py --cold adds a cold build); LAB_CLUSTERS=n: the fleet's up, memory per cluster, down
+	PYTHONPATH=$(CURDIR)/lab KAIOPS_LAB_CLUSTERS=$(LAB_CLUSTERS) $(LAB_PY) lab/bench.py
 
 # RESTORE_BENCH_ARGS: e.g. --setup "make -s lab-kai KAI_BUNDLE=<pre bundle>" -e '{"kaiops_kai_chart_ref": ...}'
 restore-bench: $(VENV_STAMP) ## benchmark on the up lab: time to restore after a failed gate and in rollback.yml, from the decision to every component at the recorded version and a passing verification (RESTORE_BENCH_ARGS)

@@ -36,6 +36,18 @@ def _print_kai(lab: Lab) -> None:
         )
 
 
+def _side_by_side(labs: list[Lab]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not labs:
+        return
+    with ThreadPoolExecutor(max_workers=len(labs)) as pool:
+        futures = [pool.submit(lab.up) for lab in labs]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        raise errors[0]
+
+
 def _env(lab: Lab, fleet: list[LabConfig]) -> None:
     import shlex
 
@@ -115,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         fleet = LabConfig.fleet_from_env()
         cfg = fleet[0]
 
-        def lab_of(c: LabConfig) -> Lab:
+        def lab_of(c: LabConfig, tag: str = "") -> Lab:
             return Lab(
                 c,
-                log=lambda m: print(m, flush=True),
+                log=lambda m: print(f"{tag}{m}", flush=True),
                 kai_version=os.environ.get("KAI_VERSION") or None,
                 kai_bundle=os.environ.get("KAI_BUNDLE") or None,
             )
@@ -129,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
 
             build_all()
         elif args.cmd == "up":
-            for c in fleet:
-                lab_of(c).up()
+            lab_of(cfg).up()
+            # the host's own cluster first (it builds what all share and sets the host up),
+            # then the others side by side: each waits on its own API server and node
+            _side_by_side([lab_of(c, f"[{c.name}] ") for c in fleet[1:]])
         elif args.cmd == "down":
             # every cluster on the machine, whatever LAB_CLUSTERS says; the host's own last
             leftovers = []

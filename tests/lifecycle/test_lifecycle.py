@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -37,7 +38,10 @@ def machine() -> dict:
         "netns": set(host.netns_names()) if Path("/run/netns").exists() else set(),
         "mounts": {t for _, t in host.mounts()},
         "cgroups": {str(p) for p in Path("/sys/fs/cgroup").glob("*/*") if p.is_dir()},
-        "iptables": set(host.run("iptables-save").stdout.splitlines()) - {""},
+        # rules and chains, without the dump's date line and the packet counters
+        "iptables": {re.sub(r"\[\d+:\d+\]", "", line)
+                     for line in host.run("iptables-save").stdout.splitlines()
+                     if line and not line.startswith("#")},
     }  # fmt: skip
 
 

@@ -185,3 +185,55 @@ def test_config_sizes_from_env(monkeypatch):
     monkeypatch.setenv("KAIOPS_LAB_GPUS_PER_NODE", "4")
     cfg = LabConfig.from_env()
     assert (cfg.gpu_nodes.count, cfg.gpu_nodes.gpus_per_node) == (100, 4)
+
+
+@pytest.mark.parametrize("value", ["0", "21", "three"])
+def test_fleet_size_out_of_range_is_refused(monkeypatch, value):
+    monkeypatch.setenv("KAIOPS_LAB_CLUSTERS", value)
+    with pytest.raises(LabError, match="KAIOPS_LAB_CLUSTERS"):
+        LabConfig.fleet_from_env()
+
+
+def test_fleet_of_one_is_the_lab_as_before(monkeypatch):
+    monkeypatch.delenv("KAIOPS_LAB_CLUSTERS", raising=False)
+    (cfg,) = LabConfig.fleet_from_env()
+    assert cfg == LabConfig.from_env()
+    assert (cfg.name, cfg.netns, cfg.network.node_ip) == ("kaiops", "", "10.250.0.1")
+    assert all(c.prefix == () for c in components.plan(cfg, fake_binaries(), "p", Path("/s")))
+
+
+def test_each_further_cluster_has_its_own_names_addresses_and_namespaces(monkeypatch):
+    monkeypatch.setenv("KAIOPS_LAB_CLUSTERS", "3")
+    fleet = LabConfig.fleet_from_env()
+    assert [c.name for c in fleet] == ["kaiops", "kaiops-2", "kaiops-3"]
+    for field in ("state_dir", "run_dir", "kubeconfig", "api_url", "cgroup_root"):
+        values = [str(getattr(c, field)) for c in fleet]
+        assert len(set(values)) == 3, (field, values)
+    nets = [c.network for c in fleet[1:]]
+    assert [n.node_ip for n in nets] == ["10.250.1.1", "10.250.2.1"]
+    assert [n.host_ip for n in nets] == ["10.250.1.254", "10.250.2.254"]
+    assert len({n.node_bridge for n in [fleet[0].network, *nets]}) == 3
+    assert all(len(n.node_bridge) <= 15 for n in nets)  # a Linux interface name's limit
+    assert len({str(c.net_pin) for c in fleet[1:]} | {str(c.mount_pin) for c in fleet[1:]}) == 4
+
+
+def test_a_further_cluster_runs_whole_in_its_namespaces(monkeypatch):
+    cfg = LabConfig.from_env(2)
+    plan = components.plan(cfg, fake_binaries(), "p", Path("/s"))
+    for comp in plan:
+        assert comp.launch()[: len(comp.prefix)] == [
+            "nsenter",
+            f"--net={cfg.net_pin}",
+            f"--mount={cfg.mount_pin}",
+            "--",
+        ], comp.name
+        # the process's own command line is the binary's: `up` compares it to tell a change
+        assert comp.launch()[len(comp.prefix) :] == comp.command()
+    kubelet = next(c for c in plan if c.name == "kubelet")
+    assert "cgroupRoot: /kaiops-2\n" in kubelet.files["kubelet/config.yaml"]
+    plugin = next(c for c in plan if c.name == "fake-gpu-plugin")
+    assert plugin.health.target == str(cfg.state_dir / "device-plugins" / "kaiops-fake-gpu.sock")
+    one = components.plan(LabConfig.from_env(1), fake_binaries(), "p", Path("/s"))
+    assert (
+        "cgroupRoot" not in next(c for c in one if c.name == "kubelet").files["kubelet/config.yaml"]
+    )
