@@ -8,7 +8,7 @@ the ConfigMap is the means, the bind is the end); with no such ConfigMap it says
 
 import copy
 
-from test_recovery import NOW, found
+from plugins.module_utils.recovery.test_service import NOW, found
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import (
     derive_window,

@@ -6,8 +6,8 @@ stage ``soak``, and both are answered by the failed-gate policy at the decision.
 
 import pytest
 from conftest import PATCHED, PRE, THRESHOLDS
-from test_rollout_change import figures
-from test_rollout_change_runner import step
+from plugins.module_utils.rollout.test_change import figures
+from plugins.module_utils.rollout.test_change_runner import step
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change_runner as CR
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline

@@ -9,7 +9,6 @@ import os
 
 import pytest
 from conftest import ExitJson
-from test_recovery import CLUSTER, NOW, SERVED, cluster_client
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
@@ -30,6 +29,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner im
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.service import plan
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import RecoveryClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import find
+from plugins.module_utils.recovery.test_service import CLUSTER, NOW, SERVED, cluster_client
 
 
 class WritingClient:

@@ -5,8 +5,6 @@ shows it per pod."""
 import pytest
 from conftest import ExitJson
 from fakeapi import FakeClient
-from test_diagnose import objects
-from test_pending import BASE, LOCAL, NOW, causes_of, cluster
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report import (
     build,
@@ -15,6 +13,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report im
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_info,
 )
+from plugins.module_utils.diagnose.test_runner import objects
+from plugins.module_utils.scan.test_pending import BASE, LOCAL, NOW, causes_of, cluster
 
 PARAMS = {
     "cluster": "c1",

@@ -9,7 +9,6 @@ import tempfile
 import pytest
 from conftest import PATCHED, PRE, THRESHOLDS, ExitJson
 from fakeapi import FakeClient
-from test_recovery import CLUSTER, second_reservation_pod
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     build_manifest,
@@ -22,6 +21,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.client imp
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.record import RolloutRecord
+from plugins.module_utils.recovery.test_service import CLUSTER, second_reservation_pod
 
 # What each call of the old kai_rollout_step became: the module that does that one thing.
 RUNNERS = {

@@ -10,7 +10,8 @@ import sys
 
 import fakeapi
 import playbook_run
-from test_playbook_inventory import sha256sum_ok
+
+from playbooks.test_inventory import sha256sum_ok
 
 BIN = os.path.dirname(sys.executable)
 

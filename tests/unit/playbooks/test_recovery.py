@@ -13,9 +13,10 @@ import os
 
 import fakeapi
 import yaml
-from test_gpu_access_playbook import DiscoveringFakeAPI, run_playbook
-from test_playbook_inventory import sha256sum_ok
-from test_recovery import CLUSTER, NIL, pod
+from plugins.module_utils.recovery.test_service import CLUSTER, NIL, pod
+
+from playbooks.test_gpu_access import DiscoveringFakeAPI, run_playbook
+from playbooks.test_inventory import sha256sum_ok
 
 KAI_SERVED = ["scheduling.run.ai/v1alpha2"]
 BIND_NAMESPACE = "team-a"

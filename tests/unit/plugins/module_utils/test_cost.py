@@ -9,11 +9,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 try:
     from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 except ImportError:  # collection path not set up: load the file itself (stdlib only)
-    _path = Path(__file__).resolve().parents[2] / "plugins/module_utils/cost.py"
+    _path = Path(REPO) / "plugins/module_utils/cost.py"
     _spec = importlib.util.spec_from_file_location("kaiops_cost", _path)
     cost = importlib.util.module_from_spec(_spec)
     sys.modules["kaiops_cost"] = cost

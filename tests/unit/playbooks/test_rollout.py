@@ -23,7 +23,8 @@ import playbook_run
 import pytest
 import yaml
 from conftest import PATCHED, PRE, THRESHOLDS
-from test_playbook_inventory import events, sha256sum_ok
+
+from playbooks.test_inventory import events, sha256sum_ok
 
 BIN = os.path.dirname(sys.executable)
 REQUEST = {

@@ -7,14 +7,14 @@ type is refused."""
 
 import pytest
 from conftest import PATCHED, PRE, THRESHOLDS
-from test_rollout_change import figures
-from test_rollout_gates import inventory
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import gates as G
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import pipeline
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import record as R
+from plugins.module_utils.rollout.test_change import figures
+from plugins.module_utils.rollout.test_gates import inventory
 
 REQUEST = {
     "change_owner": "sre@example.com",

@@ -16,7 +16,7 @@ import os
 import playbook_run
 import pytest
 from conftest import REPO, fixture_path
-from test_gpu_access_playbook import DiscoveringFakeAPI
+from playbooks.test_gpu_access import DiscoveringFakeAPI
 
 EXAMPLE = os.path.join(REPO, "inventories", "example")
 PLAYBOOKS = sorted(

@@ -8,8 +8,6 @@ import os
 import pytest
 from conftest import ExitJson, FailJson
 from fakeapi import FakeClient
-from test_gpu_access import DECLARED, lab_node, make_pod, probe_line
-from test_gpu_access_plan import LAB, NEEDS, OPTIONS
 from test_modules import compare, documented_options, load, run_main
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
@@ -17,6 +15,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report impo
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import runner
+from plugins.module_utils.gpu_access.test_plan import LAB, NEEDS, OPTIONS
+from plugins.module_utils.gpu_access.test_service import DECLARED, lab_node, make_pod, probe_line
 
 NOW = "2026-11-30T07:54:30.000000Z"
 

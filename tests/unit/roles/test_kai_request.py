@@ -11,7 +11,7 @@ import os
 
 import playbook_run
 from conftest import PATCHED, PRE, REPO, THRESHOLDS
-from test_playbook_inventory import events, sha256sum_ok
+from playbooks.test_inventory import events, sha256sum_ok
 
 TEMPLATE = "{{ lookup('ansible.builtin.pipe', 'id') }}"
 CLUSTER_READERS = ("kai_inventory_info", "kai_identify", "k8s_info", "kai_recovery_info")

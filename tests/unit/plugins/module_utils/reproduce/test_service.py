@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
@@ -15,7 +16,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import s
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
 
 FACTS = yaml.safe_load(
-    (Path(__file__).resolve().parents[2] / "meta" / "kai_releases.yml").read_text()
+    (Path(REPO) / "meta" / "kai_releases.yml").read_text()
 )
 
 

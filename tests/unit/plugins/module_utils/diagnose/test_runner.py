@@ -7,11 +7,11 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import ExitJson
 from fakeapi import FakeClient
-from test_pending import BASE, CASES, LOCAL, NOW, cluster
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.diagnose import report, runner
 from ansible_collections.kaiops.runbooks.plugins.module_utils.diagnose.client import DiagnoseClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from plugins.module_utils.scan.test_pending import BASE, CASES, LOCAL, NOW, cluster
 
 PARAMS = {
     "cluster": "fake",

@@ -11,8 +11,9 @@ import os
 import re
 
 import playbook_run
-from test_pending import BASE, LOCAL, NOW, confusion, print_confusion
-from test_playbook_inventory import events, sha256sum_ok
+from plugins.module_utils.scan.test_pending import BASE, LOCAL, NOW, confusion, print_confusion
+
+from playbooks.test_inventory import events, sha256sum_ok
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
