@@ -15,9 +15,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import r
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import service as S
 from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.plan import build_plan
 
-FACTS = yaml.safe_load(
-    (Path(REPO) / "meta" / "kai_releases.yml").read_text()
-)
+FACTS = yaml.safe_load((Path(REPO) / "meta" / "kai_releases.yml").read_text())
 
 
 def params(**over):

@@ -324,7 +324,7 @@ def figures(bound=(0.5, 0.6), running=(0.6, 2.5), completed=2, of=2, restarts=0,
         "stale_objects": {"count": stale},
         "evidence": "verify/lab/verify/figures.json",
         # the field failures' probes, healthy: one gang bound, a burst bound, no device over one
-        # GPU, no API refusal (tests/unit/test_rollout_field_gates.py fails each)
+        # GPU, no API refusal (test_acceptance.py fails each)
         "gangs": {"requested": 1, "count": 1, "bound": 1, "members": 2, "members_bound": 2},
         "burst": {"requested": 4, "node": "kwok-a", "node_gpus": 8, "of": 4, "bound": 4},
         "device_portions": {"max": 1.0, "pods": of, "over": [], "unknown": [], "limit": 1.0},
