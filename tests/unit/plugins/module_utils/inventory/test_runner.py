@@ -1,13 +1,10 @@
-"""module_utils/inventory/runner.py and snapshot/runner.py: params in, result dict out."""
+"""module_utils/inventory/runner.py: params in, result dict out."""
 
 import json
 
 import pytest
 from conftest import AFFECTED_RANGE, ExitJson
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
-    no_evidence_warning,
-)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     verify_manifest,
@@ -16,7 +13,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.runner i
     run_inventory_info,
     run_inventory_report,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.runner import run_snapshot
 
 
 def never_called(*_args):
@@ -29,62 +25,6 @@ def factory(client):
         return client
 
     return make
-
-
-def snapshot_params(**extra):
-    params = {
-        "kubeconfig": "/k",
-        "context": "ctx",
-        "request_timeout": 7,
-        "evidence_dir": None,
-        "name": "s1",
-        "return_objects": True,
-        "selections": [
-            {
-                "kind": "ConfigMap",
-                "api_version": "v1",
-                "namespace": "team-a",
-                "label_selectors": [],
-                "field_selectors": [],
-            }
-        ],
-    }
-    params.update(extra)
-    return params
-
-
-def test_run_snapshot_writes_into_the_evidence_folder_and_returns_objects(
-    tmp_path, fake_module, fake_client
-):
-    make = factory(fake_client("kai-sharing"))
-    with pytest.raises(ExitJson) as done:
-        run_snapshot(fake_module(snapshot_params(evidence_dir=str(tmp_path))), client_factory=make)
-    result = done.value.result
-    assert make.args == ("/k", "ctx", 7)
-    assert result["changed"] is False
-    assert (result["count"], result["files"], result["api_calls"]) == (3, 4, 1)
-    assert result["folder"] == "snapshots/s1"
-    assert result["evidence_dir"] == str(tmp_path)
-    assert {o["metadata"]["name"] for o in result["objects"]} >= {"trainer-0-shared-gpu-0"}
-    assert (tmp_path / "snapshots/s1/index.json").is_file()
-
-
-def test_run_snapshot_without_folder_warns_and_writes_nothing(
-    tmp_path, monkeypatch, fake_module, fake_client
-):
-    monkeypatch.setenv("KAIOPS_EVIDENCE_DIR", str(tmp_path))  # ignored: no environment lookup
-    module = fake_module(snapshot_params(return_objects=False))
-    with pytest.raises(ExitJson) as done:
-        run_snapshot(module, client_factory=factory(fake_client("kai-sharing")))
-    assert module.warnings == [no_evidence_warning("the snapshot")]
-    assert list(tmp_path.iterdir()) == []
-    assert done.value.result["folder"] is None and "objects" not in done.value.result
-
-
-def test_run_snapshot_bad_evidence_dir_fails_before_cluster(tmp_path, fake_module):
-    module = fake_module(snapshot_params(evidence_dir=str(tmp_path / "missing")))
-    with pytest.raises(KaiopsError, match="Failed to open evidence folder"):
-        run_snapshot(module, client_factory=never_called)
 
 
 def facts_params(**extra):
