@@ -12,8 +12,7 @@ import json
 import os
 
 import fakeapi
-import yaml
-from plugins.module_utils.recovery.test_service import CLUSTER, NIL, pod
+from plugins.module_utils.recovery.test_service import CLUSTER
 
 from playbooks.test_gpu_access import DiscoveringFakeAPI, run_playbook
 from playbooks.test_inventory import sha256sum_ok
@@ -293,8 +292,3 @@ def test_recovery_validates_options_before_any_request(tmp_path):
     assert "kai_recovery_steps: has unknown 'delete_everything': use some of" in out
     assert os.path.isfile(os.path.join(bundle, "recovery.md"))
     assert api.requests == []
-
-
-def test_unbound_pod_fixture_helper():
-    assert pod("x")["spec"].get("nodeName") is None and NIL
-    assert yaml.safe_dump({"a": 1})

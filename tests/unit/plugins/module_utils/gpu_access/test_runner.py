@@ -8,7 +8,7 @@ import os
 import pytest
 from conftest import ExitJson, FailJson
 from fakeapi import FakeClient
-from test_modules import compare, documented_options, load, run_main
+from test_modules import load, run_main
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
     no_evidence_warning,
@@ -101,11 +101,6 @@ def test_run_gpu_access_report_never_replaces_a_report(fake_module, tmp_path):
     with pytest.raises(KaiopsError, match="already exists and is never replaced"):
         runner.run_gpu_access_report(module, now=lambda: NOW)
     assert sorted(os.listdir(tmp_path)) == ["gpu_access.json", "gpu_access.md"]
-
-
-def test_kai_gpu_access_report_argspec_matches_documentation():
-    module = load("kai_gpu_access_report")
-    compare(module.argspec(), documented_options(module), "kai_gpu_access_report")
 
 
 def test_kai_gpu_access_report_main_turns_kaiops_error_into_failure(capsys, tmp_path):
