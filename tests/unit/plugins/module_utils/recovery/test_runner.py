@@ -13,7 +13,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.report im
 from ansible_collections.kaiops.runbooks.plugins.module_utils.recovery.runner import (
     run_recovery_info,
 )
-from plugins.module_utils.diagnose.test_runner import objects
+from plugins.module_utils.diagnose.test_client import objects
 from plugins.module_utils.scan.test_pending import BASE, LOCAL, NOW, causes_of, cluster
 
 PARAMS = {

@@ -240,3 +240,9 @@ def test_without_kai_config_no_component_exists_and_the_pod_grouper_is_named():
 def test_the_unauthorized_binder_names_recoverys_restart_binder():
     result, _raw = cluster([CASES["kai_component_down"]])
     assert result["pods"][0]["step"] == "restart_binder"
+
+
+def test_case_ids_are_unique():
+    # CASES is keyed by id: a repeated id in cases.yml would drop a case without a word.
+    ids = [c["id"] for c in load("cases.yml")["cases"]]
+    assert sorted(i for i in set(ids) if ids.count(i) > 1) == []
