@@ -1,5 +1,5 @@
-"""module_utils/snapshot/runner.py for Helm (history + values, redacted, filed; failures raised,
-the capture in service.py under it) and for objects (run_snapshot: params in, files out)."""
+"""module_utils/snapshot/runner.py for Helm (history + values, redacted, filed; failures raised)
+and for objects (run_snapshot: params in, files out)."""
 
 import json
 
@@ -11,67 +11,11 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report impo
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import is_redacted
-from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.client import HelmCli
 from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.runner import (
     run_helm_snapshot,
     run_snapshot,
 )
-from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.service import (
-    capture_helm_release,
-)
-
-HISTORY = [
-    {
-        "revision": 1,
-        "chart": "kai-scheduler-v0.16.12",
-        "app_version": "v0.16.12",
-        "status": "superseded",
-    },
-    {
-        "revision": 2,
-        "chart": "kai-scheduler-v0.16.13",
-        "app_version": "v0.16.13",
-        "status": "deployed",
-    },
-]
-VALUES = {
-    "global": {"gpuSharing": True, "registry": "ghcr.io/x"},
-    "pull": {"token": "s3cr3t", "apiKey": "k"},
-}
-
-
-def fake_helm(calls, fail=None):
-    def run(argv):
-        calls.append(argv)
-        if fail and fail in argv:
-            return 1, "", "Error: release: not found"
-        if "history" in argv:
-            return 0, json.dumps(HISTORY), ""
-        if "values" in argv:
-            return 0, json.dumps(VALUES), ""
-        return 1, "", "unexpected"
-
-    return run
-
-
-def test_capture_reads_current_revision_and_redacts_values():
-    calls = []
-    cli = HelmCli(fake_helm(calls), "helm", "/kc", "ctx")
-    snap = capture_helm_release(cli, "kai-scheduler", "kai-scheduler")
-    assert snap["revision"] == 2 and snap["app_version"] == "v0.16.13"
-    assert snap["values"]["global"] == {"gpuSharing": True, "registry": "ghcr.io/x"}
-    assert "s3cr3t" not in json.dumps(snap)
-    assert sorted(snap["redacted"]) == ["pull.apiKey", "pull.token"]
-    assert calls[1][:5] == ["helm", "--kubeconfig", "/kc", "--kube-context", "ctx"]
-    assert calls[1][5:10] == ["get", "values", "kai-scheduler", "--revision", "2"]
-
-
-def test_capture_missing_release_raises_not_found():
-    cli = HelmCli(fake_helm([], fail="history"), "helm")
-    with pytest.raises(KaiopsError) as err:
-        capture_helm_release(cli, "kai-scheduler", "kai-scheduler")
-    assert err.value.status == "not_found"
-    assert err.value.msg.startswith("Failed to read history of release kai-scheduler with helm")
+from plugins.module_utils.snapshot.test_service import fake_helm
 
 
 def test_run_helm_snapshot_writes_files_and_returns_no_values(fake_module, tmp_path):

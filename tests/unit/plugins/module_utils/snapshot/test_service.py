@@ -1,18 +1,16 @@
-"""module_utils/snapshot/: the service, with the client layer faked in memory; the filing."""
+"""module_utils/snapshot/service.py: capture with the client layer faked in memory - objects by
+selection, and a Helm release's history and values, redacted; failures raised."""
 
 import json
 
 import pytest
 from fakeapi import FakeClient
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import DEFAULT_POLICY
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
-    EvidenceWriter,
-)
-from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.report import file_objects
+from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.client import HelmCli
 from ansible_collections.kaiops.runbooks.plugins.module_utils.snapshot.service import (
     SnapshotService,
+    capture_helm_release,
     normalize_selection,
     selection_label,
 )
@@ -101,17 +99,61 @@ def test_capture_propagates_client_errors():
     assert info.value.status == "forbidden"
 
 
-def test_file_writes_one_file_per_object_and_an_index(tmp_path, fake_client):
-    service = SnapshotService(fake_client("kai-sharing"))
-    captured = service.capture([{"kind": "ConfigMap", "namespace": "team-a"}, {"kind": "Node"}])
-    writer = EvidenceWriter(str(tmp_path), DEFAULT_POLICY)
-    root, folder, files = file_objects(None, "before change", captured, writer=writer)
-    assert root == str(tmp_path)
-    assert folder == "snapshots/before_change"
-    assert "snapshots/before_change/00-configmap/team-a/trainer-0-shared-gpu-0.json" in files
-    assert "snapshots/before_change/01-node/_cluster/gpu-node-1.json" in files
-    assert len(files) == 3 + 2 + 1
-    index = json.loads((tmp_path / folder / "index.json").read_text())
-    assert [s["count"] for s in index["selections"]] == [3, 2]
-    _root, again, _unused = file_objects(None, "before change", captured, writer=writer)
-    assert again == "snapshots/before_change-2"  # never overwritten
+# -------------------------------------------------------------------------------------------------
+# snapshot/service.py for Helm: the release's history and values, redacted; failures raised.
+
+
+HISTORY = [
+    {
+        "revision": 1,
+        "chart": "kai-scheduler-v0.16.12",
+        "app_version": "v0.16.12",
+        "status": "superseded",
+    },
+    {
+        "revision": 2,
+        "chart": "kai-scheduler-v0.16.13",
+        "app_version": "v0.16.13",
+        "status": "deployed",
+    },
+]
+
+
+VALUES = {
+    "global": {"gpuSharing": True, "registry": "ghcr.io/x"},
+    "pull": {"token": "s3cr3t", "apiKey": "k"},
+}
+
+
+def fake_helm(calls, fail=None):
+    def run(argv):
+        calls.append(argv)
+        if fail and fail in argv:
+            return 1, "", "Error: release: not found"
+        if "history" in argv:
+            return 0, json.dumps(HISTORY), ""
+        if "values" in argv:
+            return 0, json.dumps(VALUES), ""
+        return 1, "", "unexpected"
+
+    return run
+
+
+def test_capture_reads_current_revision_and_redacts_values():
+    calls = []
+    cli = HelmCli(fake_helm(calls), "helm", "/kc", "ctx")
+    snap = capture_helm_release(cli, "kai-scheduler", "kai-scheduler")
+    assert snap["revision"] == 2 and snap["app_version"] == "v0.16.13"
+    assert snap["values"]["global"] == {"gpuSharing": True, "registry": "ghcr.io/x"}
+    assert "s3cr3t" not in json.dumps(snap)
+    assert sorted(snap["redacted"]) == ["pull.apiKey", "pull.token"]
+    assert calls[1][:5] == ["helm", "--kubeconfig", "/kc", "--kube-context", "ctx"]
+    assert calls[1][5:10] == ["get", "values", "kai-scheduler", "--revision", "2"]
+
+
+def test_capture_missing_release_raises_not_found():
+    cli = HelmCli(fake_helm([], fail="history"), "helm")
+    with pytest.raises(KaiopsError) as err:
+        capture_helm_release(cli, "kai-scheduler", "kai-scheduler")
+    assert err.value.status == "not_found"
+    assert err.value.msg.startswith("Failed to read history of release kai-scheduler with helm")
