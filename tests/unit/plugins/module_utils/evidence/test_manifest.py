@@ -4,9 +4,6 @@ folders, checked with sha256sum itself)."""
 import os
 import subprocess
 
-import pytest
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
     MANIFEST,
     build_manifest,
@@ -15,8 +12,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import RedactionPolicy
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
-    resolve_evidence_dir,
-    safe_name,
 )
 
 

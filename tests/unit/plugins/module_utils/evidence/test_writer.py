@@ -1,16 +1,8 @@
 """module_utils/evidence/writer.py: the writer and the folder lookup (real temp folders)."""
 
-import os
-import subprocess
-
 import pytest
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.manifest import (
-    MANIFEST,
-    build_manifest,
-    verify_manifest,
-)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import RedactionPolicy
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
@@ -70,7 +62,3 @@ def test_writer_unique_dir_suffixes_taken_names(tmp_path):
     assert writer.unique_dir("snapshots/x") == "snapshots/x"
     assert writer.unique_dir("snapshots/x") == "snapshots/x-2"
     assert writer.unique_dir("snapshots/x") == "snapshots/x-3"
-
-
-
-
