@@ -5,7 +5,7 @@
 # the report's place and its decision are printed whatever the verdict. Exit 0 when approved.
 #
 # A script rather than a make recipe (issue 20) so that it can be read, linted and tested: the
-# Makefile hands it what it knows through the environment, and tests/unit/test_drill_script.py
+# Makefile hands it what it knows through the environment, and tests/unit/hack/test_drill.py
 # runs it against stand-ins for ansible-playbook, the lab and kubectl.
 #
 # Environment (make drill sets all but the optional ones):

@@ -13,7 +13,7 @@ handler, with, assert, ternary (x if c else y), extra operand of a boolean opera
 is 2), if of a comprehension, and match case (the last one not when it matches anything: it is
 an else). mccabe and ruff's C901 (make lint) count no boolean operator, comprehension if,
 ternary, with or assert, so this figure is never below ruff's, and on plain branching code the
-two agree (tests/unit/test_code_figures.py checks both at make lint's threshold). A nested
+two agree (tests/unit/tools/test_code_figures.py checks both at make lint's threshold). A nested
 function or class is measured on its own, not in the enclosing function's count.
 
     tools/code_figures.py [--root DIR] [--top N]

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """KAI's namespaces, documented once; the argument specs are
 module_utils/args_common.KAI_NAMESPACE_ARG_SPEC and RESERVATION_NAMESPACE_ARG_SPEC (kept in step:
-tests/unit/test_doc_fragments.py)."""
+tests/unit/plugins/doc_fragments/test_kai_namespaces.py)."""
 
 from __future__ import absolute_import, division, print_function
 

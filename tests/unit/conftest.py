@@ -10,7 +10,17 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(HERE, "fixtures")
+# The shared helpers (this file, fakeapi.py, playbook_run.py) import by their bare names from any
+# subfolder: this folder goes first on sys.path.
 sys.path.insert(0, HERE)
+# The tests mirror the code (tests/unit/plugins/module_utils/<pkg>/test_<file>.py, see
+# test_layout.py), so basenames repeat (test_runner.py in several packages, test_kai_request.py
+# for an action and a module). Every subfolder is a package (an empty __init__.py, as
+# ansible-test's empty-init rule wants) and this folder is not: pytest's default import mode names
+# each test module by its path from here (plugins.module_utils.rollout.test_runner), so no two
+# clash, and a test imports another's helpers by that name. --import-mode=importlib would not need
+# the files, but it imports conftest.py a second time for `from conftest import ...`, and
+# ExitJson would then be two classes.
 
 from fakeapi import FakeAPI, FakeClient  # noqa: E402
 

@@ -14,7 +14,7 @@ import sys
 import ansible_runner
 import yaml
 from conftest import REPO
-from test_playbook_inventory import sha256sum_ok
+from playbooks.test_inventory import sha256sum_ok
 
 BIN = os.path.dirname(sys.executable)
 

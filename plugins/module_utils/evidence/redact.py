@@ -359,7 +359,10 @@ class RedactionPolicy(object):
     """
 
     def __init__(
-        self, key_pattern=DEFAULT_SECRET_KEY_PATTERN, configmap_values=False, evidence_configmap=None
+        self,
+        key_pattern=DEFAULT_SECRET_KEY_PATTERN,
+        configmap_values=False,
+        evidence_configmap=None,
     ):
         self._pattern = re.compile(key_pattern or DEFAULT_SECRET_KEY_PATTERN)
         self.configmap_values = bool(configmap_values)

@@ -19,7 +19,7 @@ name is refused with the nearest known one) and the role variables a playbook le
   value that came out of a template or lookup is refused, and never recorded.
 
 ``check`` never raises: any input is either valid or refused with problems ``{field, message,
-fix}``, each naming its field (``tests/unit/test_request_property.py``).
+fix}``, each naming its field (``tests/unit/plugins/module_utils/request/test_rules.py``).
 """
 
 from __future__ import absolute_import, division, print_function
