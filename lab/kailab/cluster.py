@@ -422,35 +422,46 @@ class Lab:
 
         `existed`: the host folders that were there before the lab (from its record).
         """
-        net = self.cfg.network
         found = [f"process {pid}: {cmd}" for pid, cmd in host.lab_pids(self.cfg).items()]
         links = host.run("ip", "-o", "link", "show").stdout
-        found += [f"link {d}" for d in (net.node_bridge, net.cni_bridge) if f" {d}:" in links]
         if self.cfg.netns:
-            found += [
-                f"namespace {p}" for p in (self.cfg.net_pin, self.cfg.mount_pin) if p.exists()
-            ]
-            found += [f"netns {n}" for n in host.stale_cni_pins()]
-            found += [f"cgroup {p}" for p in host.cgroup_dirs(self.cfg.pod_cgroups)]
+            found += self._fleet_leftovers(links)
         else:
-            found += [f"netns {n}" for n in host.netns_names() if n.startswith("cni-")]
+            found += self._host_leftovers(links, existed)
         roots = (str(self.cfg.state_dir), str(self.cfg.run_dir))
         found += [
             f"mount {t}"
             for _, t in host.mounts()
             if t in roots or t.startswith(tuple(f"{r}/" for r in roots))
         ]
-        for tool in ("iptables", "ip6tables"):
-            dump = host.run(f"{tool}-save", check=False).stdout
-            found += [f"{tool} {t}/{c}" for t, c in host.lab_chains(dump)]
         found += [f"path {p}" for p in (self.cfg.state_dir, self.cfg.run_dir) if p.exists()]
-        found += [f"path {p}" for p in host.HOST_PATHS if p not in existed and Path(p).exists()]
         logs = Path("/var/log/containers")
         found += [
             f"link {p}"
             for p in (logs.iterdir() if logs.is_dir() else [])
-            if p.is_symlink() and os.readlink(p).startswith(str(self.cfg.state_dir))
+            if p.is_symlink() and os.readlink(p).startswith(f"{self.cfg.state_dir}/")
         ]
+        return found
+
+    def _host_leftovers(self, links: str, existed) -> list[str]:
+        """What the host's own cluster changes in the host's namespaces and folders."""
+        net = self.cfg.network
+        found = [f"link {d}" for d in (net.node_bridge, net.cni_bridge) if f" {d}:" in links]
+        found += [f"netns {n}" for n in host.netns_names() if n.startswith("cni-")]
+        for tool in ("iptables", "ip6tables"):
+            dump = host.run(f"{tool}-save", check=False).stdout
+            found += [f"{tool} {t}/{c}" for t, c in host.lab_chains(dump)]
+        found += [f"path {p}" for p in host.HOST_PATHS if p not in existed and Path(p).exists()]
+        return found
+
+    def _fleet_leftovers(self, links: str) -> list[str]:
+        """A further cluster's bridge, iptables and mounts lived in its namespaces and went with
+        them; on the host it leaves only the veth's end, the pins, pod pin files, cgroups."""
+        pins = (self.cfg.net_pin, self.cfg.mount_pin)
+        found = [f"link {d}" for d in (self.cfg.network.node_bridge,) if f" {d}:" in links]
+        found += [f"namespace {p}" for p in pins if p.exists()]
+        found += [f"netns {n}" for n in host.stale_cni_pins()]
+        found += [f"cgroup {p}" for p in host.cgroup_dirs(self.cfg.pod_cgroups)]
         return found
 
     # ------------------------------------------------------------ status

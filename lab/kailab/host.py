@@ -208,12 +208,17 @@ def pinned(path: Path) -> bool:
     return any(t == str(path) for _, t in mounts())
 
 
+# The fleet's clusters come up side by side: one of them makes the pins' folder.
+_PINS_LOCK = threading.Lock()
+
+
 def _pins_folder() -> None:
-    if not pinned(NS_PINS):
-        # unshare pins a namespace only on a mount that is not shared
-        NS_PINS.mkdir(parents=True, exist_ok=True)
-        run("mount", "--bind", str(NS_PINS), str(NS_PINS))
-        run("mount", "--make-private", str(NS_PINS))
+    with _PINS_LOCK:
+        if not pinned(NS_PINS):
+            # unshare pins a namespace only on a mount that is not shared
+            NS_PINS.mkdir(parents=True, exist_ok=True)
+            run("mount", "--bind", str(NS_PINS), str(NS_PINS))
+            run("mount", "--make-private", str(NS_PINS))
 
 
 def setup_fleet_node(cfg: LabConfig) -> None:
@@ -275,7 +280,8 @@ def teardown_fleet_node(cfg: LabConfig) -> list[str]:
             done.append(f"{what} namespace {cfg.name}")
         pin.unlink(missing_ok=True)
     if NS_PINS.is_dir() and not any(NS_PINS.iterdir()):
-        run("umount", str(NS_PINS), check=False)
+        # every bind of it (an `up` from before the lock could stack two)
+        unmount_under(NS_PINS)
         NS_PINS.rmdir()
     if run("ip", "link", "show", cfg.network.node_bridge, check=False).returncode == 0:
         run("ip", "link", "del", cfg.network.node_bridge, check=False)
