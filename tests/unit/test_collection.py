@@ -160,6 +160,7 @@ def test_the_build_ships(built, shipped):
         "tests/unit/fixtures/lab/",
         "molecule/",
         "inventories/lab/",
+        "inventories/lab-fleet/",
         "tools/",
         "mk/",
         "hack/",
