@@ -322,6 +322,10 @@ def in_netns(pin: Path, fn):
 
 
 def stale_cni_pins() -> list[str]:
+    """Pod namespace pin files no live node holds. A further cluster's live pins are mounts in
+    its own mount namespace only, so while one is still up none can be told stale: none is."""
+    if NS_PINS.is_dir() and any(NS_PINS.glob("*.mnt")):
+        return []
     live = {t for _, t in mounts()}
     return [n for n in netns_names() if n.startswith("cni-") and f"/run/netns/{n}" not in live]
 
