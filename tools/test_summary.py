@@ -95,7 +95,10 @@ def molecule_counts(path: Path) -> Counts:
 WHY_LIMIT = 600  # characters: the summary is read on one screen
 _TASK = re.compile(r"^TASK \[(?P<name>.*)\] \*+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # molecule forces Ansible's colours even into a pipe
-_FATAL = re.compile(r"^(?:fatal|failed): \[[^\]]+\]: FAILED! => (?P<result>\{.*)$")
+# "fatal: [h]: FAILED! => {", or for one item of a loop "failed: [h] (item=x) => {"
+_FATAL = re.compile(
+    r"^(?:fatal|failed): \[[^\]]+\](?: \(item=(?P<item>.*)\))?:? (?:FAILED! )?=> (?P<result>\{.*)$"
+)
 RESULT_LINES = 5000  # a result printed over more lines than this is not read whole
 
 
@@ -113,14 +116,17 @@ def _result(first: str, rest: list[str]) -> dict:
 
 
 def _failed_result(lines: list[str]) -> tuple[str, dict] | None:
-    """The last failed task in an Ansible log and its result (None when no task failed)."""
+    """The last failed task in an Ansible log, named with the loop item that failed if any, and
+    its result (None when no task failed)."""
     clean = [_ANSI.sub("", line).rstrip() for line in lines]
     task, found = "", None
     for i, line in enumerate(clean):
         if m := _TASK.match(line):
             task = m["name"]
         elif m := _FATAL.match(line):
-            found = (task, _result(m["result"], clean[i + 1 :]))
+            result = _result(m["result"], clean[i + 1 :])
+            heading = f"TASK [{task}]" + (f" (item {m['item']})" if m["item"] else "")
+            found = (heading, result)
     return found
 
 
@@ -129,10 +135,12 @@ def why_failed(lines: list[str]) -> str:
     if not found:
         tail = [_ANSI.sub("", line).strip() for line in lines if line.strip()][-2:]
         return " | ".join(tail)[:WHY_LIMIT]
-    task, result = found
-    parts = [f"TASK [{task}]"]
+    heading, result = found
+    parts = [heading]
     if "assertion" in result:
         parts.append(f"assertion false: {result['assertion']}")
+        if "ansible_loop_var" in result and result.get("msg"):
+            parts.append(str(result["msg"]))  # a loop's fail_msg says which item and why
     elif result.get("msg"):
         parts.append(str(result["msg"]))
     if "rc" in result:

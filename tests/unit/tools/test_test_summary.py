@@ -92,3 +92,28 @@ def test_summary_shows_why_a_scenario_failed(tmp_path):
     assert test_summary.report(tmp_path, ["molecule"], out=out) == 1
     assert "failed: drill_rollback: TASK [Roll back]; rc 2" in out.getvalue()
     assert (counts.passed, counts.failed) == (1, 1)
+
+
+def test_why_names_the_loop_item_whose_assertion_failed_and_its_message():
+    # ansible-core 2.19 prints a failed item as "failed: [h] (item=x) => {", over several lines
+    result = {
+        "ansible_loop_var": "item",
+        "assertion": "verify_catches[item.fault] in _failed",
+        "evaluated_to": False,
+        "item": {"fault": "burst-overpack"},
+        "msg": "burst-overpack: failed []",
+    }
+    pretty = json.dumps(result, indent=4).splitlines()
+    log = [
+        "TASK [Each fault was caught] ***",
+        "ok: [lab] => (item=gang-broken) => {",
+        '    "msg": "All assertions passed"',
+        "}",
+        "failed: [lab] (item=burst-overpack) => " + pretty[0],
+        *pretty[1:],
+        "PLAY RECAP ***",
+    ]
+    assert test_summary.why_failed(log) == (
+        "TASK [Each fault was caught] (item burst-overpack); "
+        "assertion false: verify_catches[item.fault] in _failed; burst-overpack: failed []"
+    )
