@@ -24,7 +24,7 @@ endif
 include mk/python.mk
 include mk/lab.mk
 
-.PHONY: help test setup drill molecule go-lint flake clean
+.PHONY: help test setup drill molecule fleet-drill go-lint flake clean
 # Each target's `## text`; a $(VARIABLE) in that text is shown with its value.
 HASH := \#
 HELP_VARS = $(sort $(patsubst $$(%),%,$(shell grep -hE '^[a-zA-Z_-]+:.*$(HASH)$(HASH) ' $(MAKEFILE_LIST) | sed 's/.*$(HASH)$(HASH) //' | grep -oE '\$$\([A-Za-z_]+\)')))
@@ -70,7 +70,7 @@ flake: venv ## the Go tests $(FLAKE_COUNT) times and the unit tests twice in ran
 # output whatever happened. A fresh lab: whatever an earlier run or a killed session left is
 # cleaned up first (lab-down before lab-up).
 TEST_STAGES = setup lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe \
-	lab-down lab-up pytest/tests/lab molecule pytest/tests/lifecycle
+	lab-down lab-up pytest/tests/lab molecule fleet-drill pytest/tests/lifecycle
 TEST_RESULTS ?= $(KAIOPS_CACHE)/test-results
 # The summary runs on the system Python (standard library only), so the setup stage - the venv and
 # the lab's Debian packages, minutes on a fresh machine - is timed with the rest.
@@ -104,14 +104,17 @@ pytest/%: $(VENV_STAMP)
 # galaxy.yml, takes this for a collection, expects its scenarios in extensions/molecule/ and
 # otherwise warns on every run.
 MOLECULE_SKIP ?= default
-MOLECULE_SCENARIOS = $(filter-out $(MOLECULE_SKIP),$(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+# molecule/fleet_*: drills over the fleet lab (inventories/lab-fleet), run by fleet-drill only
+MOLECULE_ALL = $(filter-out $(MOLECULE_SKIP),$(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+MOLECULE_FLEET = $(filter fleet_%,$(MOLECULE_ALL))
+MOLECULE_SCENARIOS = $(filter-out fleet_%,$(MOLECULE_ALL))
 
-molecule: venv ## Molecule scenarios against the running lab (all of them, then which failed)
-	@# the lab's kubectl and helm first on PATH: scenarios install KAI builds through helm
-	@# each scenario's log is kept (in make test's stage folder, else a temporary one) and a failed
-	@# one's cause, in one line (test_summary.py why), joins the results the summary prints
+# The scenarios $(1) in turn, each whatever the one before did, then which failed.
+# each scenario's log is kept (in make test's stage folder, else a temporary one) and a failed
+# one's cause, in one line (test_summary.py why), joins the results the summary prints
+define molecule_each
 	@set -o pipefail; eval "$$($(LAB) env)"; failed=; logs=$${KAIOPS_TEST_STAGE_DIR:-$$(mktemp -d)}; \
-	for s in $(MOLECULE_SCENARIOS); do \
+	for s in $(1); do \
 	  echo "== molecule $$s"; started=$$SECONDS; why=; \
 	  if MOLECULE_GLOB='molecule/*/molecule.yml' $(VENV_ENV) molecule test -s $$s 2>&1 | tee "$$logs/molecule-$$s.log"; then r=passed; \
 	  else r=failed; failed="$$failed $$s"; why=$$($(PY) tools/test_summary.py why "$$logs/molecule-$$s.log"); fi; \
@@ -119,6 +122,19 @@ molecule: venv ## Molecule scenarios against the running lab (all of them, then 
 	  if [ -n "$$KAIOPS_TEST_STAGE_DIR" ]; then printf '%s\t%s\t%s\t%s\n' $$s $$r $$((SECONDS - started)) "$$why" >> "$$KAIOPS_TEST_STAGE_DIR/molecule.tsv"; fi; \
 	done; \
 	if [ -n "$$failed" ]; then echo "molecule: failed:$$failed"; exit 1; fi
+endef
+
+molecule: venv ## Molecule scenarios against the running lab (all of them but the fleet's, then which failed)
+	@# the lab's kubectl and helm first on PATH: scenarios install KAI builds through helm
+	$(call molecule_each,$(MOLECULE_SCENARIOS))
+
+# The fleet's further clusters come up beside a running cluster 1 (which up leaves as it is);
+# in make test the lifecycle stage after this one takes the whole fleet down (down takes every
+# cluster on the machine) before it brings its own fleet up from nothing.
+FLEET_CLUSTERS = 3
+fleet-drill: venv lab-deps ## the fleet drills (molecule/fleet_*) over a fleet lab of $(FLEET_CLUSTERS) clusters
+	$(MAKE) --no-print-directory lab-up LAB_CLUSTERS=$(FLEET_CLUSTERS)
+	$(call molecule_each,$(MOLECULE_FLEET))
 
 # The change window itself is hack/drill.sh (its steps, their order and what it prints are
 # described there); make hands it the venv, the lab's python and the inputs below.
