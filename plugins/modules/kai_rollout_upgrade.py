@@ -34,7 +34,8 @@ options:
       - C(changed), C(revision_before), C(revision), C(chart), C(chart_ref), C(helm_status),
         C(identity) and C(reasons) (of M(kaiops.runbooks.kai_identify)), C(expected_version),
         C(rolled_out_s), C(timeout_s), C(started_at), C(duration_s), C(attempts), C(error),
-        C(objects) (resourceVersions read right after the upgrade); for a rollback also
+        C(objects) (resourceVersions read right after the upgrade), C(values_repointed) (the
+        paths of the release's values that named the version that ran); for a rollback also
         C(method), C(method_why), C(survivors_before), C(survivors_after),
         C(revision_target).
     type: dict

@@ -534,6 +534,9 @@ def _upgrade_entry(stage, result, identity, gates):
         "attempts": result.get("attempts"),
         "error": result.get("error"),
     }
+    if stage == "upgrade":
+        # Where the release's values named the version that ran (paths, never values).
+        entry["values_repointed"] = list(result.get("values_repointed") or [])
     if stage == "rollback":
         # The supported downgrade used and why (helm rollback does not restore KAI's chart).
         entry["method"] = result.get("method")

@@ -719,12 +719,14 @@ def test_the_upgrade_is_recorded_with_what_the_record_knows(fake_module, tmp_pat
     )  # fmt: skip
     identity = {"version": PATCHED, "all_rolled_out": True, "components": []}
     result = {"changed": True, "revision": 3, "helm_status": "deployed", "identity": identity,
-              "rolled_out_s": 5.0, "timeout_s": 300}  # fmt: skip
+              "rolled_out_s": 5.0, "timeout_s": 300,
+              "values_repointed": ["global.tag"]}  # fmt: skip
     params = {"cluster": "lab", "evidence_dir": str(tmp_path), "stage": "upgrade", "result": result}
     with pytest.raises(ExitJson) as done:
         CR.run_rollout_upgrade(fake_module(params))
     record = RolloutRecord(str(tmp_path), "lab").record()
     assert record["change"]["upgrade"]["revision_before"] == 2
+    assert record["change"]["upgrade"]["values_repointed"] == ["global.tag"]
     assert record["change"]["upgrade"]["status"] == "done" and done.value.result["passed"] is True
     assert record["steps"][-1]["reason"].startswith("upgraded to %s (revision 2 -> 3)" % PATCHED)
     params = dict(
