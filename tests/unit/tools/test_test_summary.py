@@ -12,10 +12,12 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 import test_summary  # noqa: E402
 
 
-def _stage(results, name, seconds, rc=0):
+def _stage(results, name, seconds, rc=0, began=None):
     folder = results / name
     folder.mkdir(parents=True)
     record = {"name": name, "rc": rc, "seconds": seconds, "command": [], "counts": None}
+    if began is not None:
+        record.update(began=began, ended=began + seconds)
     (folder / "result.json").write_text(json.dumps(record))
 
 
@@ -27,6 +29,16 @@ def test_summary_says_whether_the_run_stayed_within_its_goal(tmp_path):
     assert "time: 1h01m, OVER the goal of 1h00m" in over.getvalue()
     assert test_summary.report(tmp_path, ["setup"], out=within, goal_s=3600) == 0
     assert "time: 5m00s, within the goal of 1h00m" in within.getvalue()
+
+
+def test_stages_run_beside_others_count_once_in_the_runs_time(tmp_path):
+    # setup, then unit (50 min) beside the lab (55 min): the run took 1 h 00 min, not 1 h 50
+    _stage(tmp_path, "setup", 300, began=1000)
+    _stage(tmp_path, "unit", 3000, began=1300)
+    _stage(tmp_path, "lab", 3300, began=1300)
+    out = io.StringIO()
+    assert test_summary.report(tmp_path, ["setup", "unit", "lab"], out=out, goal_s=3600) == 0
+    assert "time: 1h00m, within the goal of 1h00m" in out.getvalue()
 
 
 # A Molecule log as the molecule stage keeps it, colours included: a command task that ran a
