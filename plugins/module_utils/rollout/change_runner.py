@@ -535,15 +535,18 @@ class ProbeRun(object):
         self._wait(groups_gone, self.p["settle_s"], "the probes' reservation pods to go")
         return left
 
-    def _stale_objects(self, stale_before, stale_after, left):
-        """Stale objects the change left: new since before it (or its baseline), and the probes'."""
+    def _stale_objects(self, stale_before, stale_after, left, duplicates):
+        """Stale objects the change left: new since before it (or its baseline), the probes', and
+        the extra reservation pods of the groups that had two at once during the window."""
         before_uids = set(self.p.get("stale_baseline") or []) | {
             f["object"]["uid"] for f in stale_before
         }
         new = [f for f in stale_after if f["object"]["uid"] not in before_uids]
+        extra = sum(len(d["pods"]) - 1 for d in duplicates)
         return {
-            "count": len(new) + len(left),
+            "count": len(new) + len(left) + extra,
             "probe_reservation_pods_left": list(left),
+            "duplicate_reservation_pods_seen": duplicates,
             "new_since_change": [f["id"] for f in new],
             "scan": len(stale_after),
             "scan_ids": [f["id"] for f in stale_after],
@@ -587,6 +590,7 @@ class ProbeRun(object):
             lambda: self._ns_gone(self.namespace), 120, "namespace %s to go" % self.namespace
         )
         left = self._probe_reservations_left(groups, reserved)
+        dups = PT.duplicate_reservations(records.get("reservations") or [], reserved)
         stale_after, raw = self.scan()
         cap = P.capacity(self.client.list("v1", "Node"), raw["pods"])
         cap["held_idle"] = sum(1 for f in stale_after if f["kind"] == "stale_reservation_pod")
@@ -599,7 +603,7 @@ class ProbeRun(object):
             "started_wall": started_wall,
             "finished_wall": self.wall(),
             "binder_restarts": binder,
-            "stale_objects": self._stale_objects(stale_before, stale_after, left),
+            "stale_objects": self._stale_objects(stale_before, stale_after, left, dups),
             "capacity": cap,
             "pending": P.pending_work(raw["pods"], self.wall(), parse_time),
             "leftovers_removed": leftovers,

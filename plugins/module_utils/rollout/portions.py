@@ -103,6 +103,38 @@ def devices(reservations):
     return out
 
 
+def duplicate_reservations(records, before=()):
+    """GPU groups that had two reservation pods at once during the window (KAI-Scheduler #1673:
+    no bind ever needs two, and the second holds a GPU the scheduler does not count), from the
+    reservation namespace's watch records. A group counts when at least one of the pods is new
+    (uid not in ``before``): duplicates older than the change are the recovery scan's. The
+    duplicates go with their group, so the scan at the window's end no longer sees them."""
+    spans = {}  # (group, name) -> [first seen, ended or None, uid]
+    for rec in records or []:
+        obj = rec.get("object") or {}
+        meta = _meta(obj)
+        group = (meta.get("labels") or {}).get(GROUP_LABEL)
+        if not group or not meta.get("name"):
+            continue
+        span = spans.setdefault((group, meta["name"]), [rec["t"], None, meta.get("uid")])
+        if span[1] is None and _ended(obj, rec["type"]):
+            span[1] = rec["t"]
+    by_group = {}
+    for (group, name), (start, end, uid) in spans.items():
+        by_group.setdefault(group, []).append((start, end, name, uid))
+    out = []
+    for group, pods in sorted(by_group.items()):
+        pods.sort(key=lambda p: (p[0], p[2]))
+        together = set()
+        for i, (_start, end, name, uid) in enumerate(pods):
+            for later in pods[i + 1 :]:
+                if end is None or later[0] < end:
+                    together |= {(name, uid), (later[2], later[3])}
+        if together and any(uid not in before for _name, uid in together):
+            out.append({"group": group, "pods": sorted(name for name, _uid in together)})
+    return out
+
+
 def _add(sums, keys, portion, name):
     for key in keys:
         sums.setdefault(key, {"portion": 0.0, "pods": []})

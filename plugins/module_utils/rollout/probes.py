@@ -35,6 +35,20 @@ GPU = "nvidia.com/gpu"
 PHASES = ("baseline", "verify", "soak", "rollback")
 KWOK_TOLERATIONS = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 KWOK_PLACEMENT = {"spec": {"nodeSelector": {"type": "kwok"}, "tolerations": KWOK_TOLERATIONS}}
+# Failed binds a healthy KAI makes and retries: (reason's start, why). A probe's failed attempt
+# with such a reason, followed by its bind within the window, is listed as retried, not counted
+# as a failed bind; one whose probe never bound counts. The binder serialises binds per GPU group
+# but reads the group's reservation pod from its informer cache, which can still lack the GPU
+# index annotation the previous bind waited for (KAI's resource_reservation.go,
+# findGPUIndexByGroup; the stand-in the same); the scheduler retries in its next cycle. Seen on
+# the lab's healthy build in a rollback verification (2026-12-06), after which the gate failed.
+RETRIED_RACES = (
+    (
+        "failed to find annotation on reservation pod",
+        "the GPU group's reservation pod was read from the binder's cache before its GPU index "
+        "annotation reached it; retried by the scheduler's next cycle",
+    ),
+)
 # The gang probe: a PodGroup of GANG_SIZE fraction pods that must be placed together or not at
 # all (NVIDIA/aicr #2636: after an upgrade no gang was scheduled while every KAI pod read Ready).
 # Its pods name the group in KAI's annotation; a bare pod that already names one is left alone
@@ -311,9 +325,10 @@ def probe_groups(records, names):
     return groups
 
 
-def _probe_row(st, pods, brs, reasons):
+def _probe_row(st, pods, brs, reasons, retried):
     """One probe's outcome and times from the watches; its failed attempts' reasons are
-    counted into ``reasons``."""
+    counted into ``reasons``, or into ``retried`` for a race KAI retries (RETRIED_RACES) when the
+    probe then bound."""
     hist = W.pod_history(pods, st["name"])
     submitted = st.get("submitted_t")
 
@@ -324,7 +339,11 @@ def _probe_row(st, pods, brs, reasons):
     for a in tries:
         if a["failed_at"] is not None:
             reason = a["reason"] or "(no reason)"
-            reasons[reason] = reasons.get(reason, 0) + 1
+            raced = hist["bound"] is not None and reason.startswith(
+                tuple(start for start, _why in RETRIED_RACES)
+            )
+            into = retried if raced else reasons
+            into[reason] = into.get(reason, 0) + 1
     last = hist["last"] or {}
     return {
         "name": st["name"],
@@ -414,8 +433,8 @@ def figures(records, states, window_s, timed_out, extra):
     burst requests (measured by the runner). The probes' figures are the plain probes'; the
     gang's and the burst's pods are judged by their own gates."""
     pods, brs = records.get("pods") or [], records.get("bindrequests") or []
-    reasons = {}
-    every = [_probe_row(st, pods, brs, reasons) for st in states]
+    reasons, retried = {}, {}
+    every = [_probe_row(st, pods, brs, reasons, retried) for st in states]
     rows = [r for r in every if r["set"] == "probe"]
     submitted = len(rows)
     extra = dict(extra or {})
@@ -429,7 +448,11 @@ def figures(records, states, window_s, timed_out, extra):
         "valid_completions": sum(
             1 for r in rows if r["kind"] == "real" and r["outcome"] == "completed"
         ),
-        "failed_bindrequests": {"count": sum(reasons.values()), "reasons": reasons},
+        "failed_bindrequests": {
+            "count": sum(reasons.values()),
+            "reasons": reasons,
+            "retried": {"count": sum(retried.values()), "reasons": retried},
+        },
         "queue_age": _queue_age(rows, window_s),
         "probe_results": every,
         "gangs": gang_figures(

@@ -166,6 +166,33 @@ def test_a_portion_that_cannot_be_read_is_no_data():
     assert "no data" in A._portions_problem({"device_portions": none}, {})
 
 
+def test_a_group_with_two_reservation_pods_at_once_is_a_duplicate():
+    # KAI-Scheduler #1673 on KWOK nodes: the second reservation pod shows, nothing stays Pending,
+    # and both go with their group before the window's end
+    first, second = reservation("r1", "g1", "n", "0"), reservation("r2", "g1", "n", "1")
+    first["metadata"]["uid"], second["metadata"]["uid"] = "u1", "u2"
+    recs = [rec(1, first, "ADDED"), rec(1.2, second, "ADDED")]
+    recs += [rec(9, first, "DELETED"), rec(9, second, "DELETED")]
+    other = reservation("r3", "g2", "n", "2")
+    recs.append(rec(2, other, "ADDED"))
+    assert PT.duplicate_reservations(recs) == [{"group": "g1", "pods": ["r1", "r2"]}]
+    # both older than the change: the recovery scan's, not this window's
+    assert PT.duplicate_reservations(recs, before={"u1", "u2"}) == []
+    assert PT.duplicate_reservations(recs, before={"u1"}) != []
+
+
+def test_a_group_whose_reservation_pod_was_replaced_has_no_duplicate():
+    # admission-failure (#848): the reservation pod fails, is deleted, a new one comes: one at
+    # a time is no duplicate
+    first, second = reservation("r1", "g1", "n", "0"), reservation("r2", "g1", "n", "0")
+    recs = [rec(1, first, "ADDED"), rec(41, first, "DELETED"), rec(42, second, "ADDED")]
+    assert PT.duplicate_reservations(recs) == []
+    failed = reservation("r3", "g2", "n", "1")
+    failed["status"]["phase"] = "Failed"
+    recs = [rec(1, failed, "ADDED"), rec(2, reservation("r4", "g2", "n", "1"), "ADDED")]
+    assert PT.duplicate_reservations(recs) == []
+
+
 # ---------------------------------------------------------------- API refusals
 
 

@@ -519,9 +519,44 @@ def test_figures_count_a_bind_only_when_the_pod_has_a_node():
     assert out["failed_bindrequests"] == {
         "count": 1,
         "reasons": {"Internal Error: assignment to entry in nil map": 1},
+        "retried": {"count": 0, "reasons": {}},
     }
     assert out["queue_age"]["max_s"] == 300.0  # the one never bound counts at the full window
     assert P.done(records, states)
+
+
+def _failed_br(t, pod, reason, uid):
+    status = {"phase": "Failed", "reason": reason}
+    obj = {"metadata": {"uid": uid}, "spec": {"podName": pod}, "status": status}
+    return {"t": t, "at": "x", "type": "MODIFIED", "object": obj}
+
+
+def test_a_bind_that_lost_the_cache_race_and_then_bound_is_retried_not_failed():
+    # the healthy build's binder read the group's reservation pod from its cache before the GPU
+    # index annotation reached it (KAI's findGPUIndexByGroup); the scheduler retried and the
+    # probe bound. The same reason for a probe that never bound counts; so does any other reason.
+    race = "failed to find annotation on reservation pod gpu-reservation-33eb5fcee2c8d41a"
+    states = [
+        {"name": "probe-kwok-00", "kind": "kwok", "submitted_t": 10.0},
+        {"name": "probe-kwok-01", "kind": "kwok", "submitted_t": 10.0},
+        {"name": "probe-kwok-02", "kind": "kwok", "submitted_t": 10.0},
+    ]
+    records = {
+        "pods": [
+            pod_rec(12.0, "probe-kwok-00", node="kwok-0", phase="Running", group="g1"),
+            pod_rec(10.6, "probe-kwok-01"),
+            pod_rec(12.0, "probe-kwok-02", node="kwok-0", phase="Running", group="g1"),
+        ],
+        "bindrequests": [
+            _failed_br(10.5, "probe-kwok-00", race, "br0"),
+            _failed_br(10.5, "probe-kwok-01", race, "br1"),
+            _failed_br(10.5, "probe-kwok-02", "failed waiting for GPU reservation pod", "br2"),
+        ],
+    }
+    out = P.figures(records, states, 300, False, {})["failed_bindrequests"]
+    assert out["count"] == 2
+    assert out["reasons"] == {race: 1, "failed waiting for GPU reservation pod": 1}
+    assert out["retried"] == {"count": 1, "reasons": {race: 1}}
 
 
 def test_binder_restarts_count_a_replaced_pod():

@@ -770,8 +770,13 @@ def test_a_new_second_reservation_pod_of_a_group_counts_in_stale_objects():
     before, _raw = run.scan()
     run = CR.ProbeRun(FakeClient(objects=copy.deepcopy(CLUSTER + [second])), params)
     after, _raw = run.scan()
-    stale = run._stale_objects(before, after, [])
+    stale = run._stale_objects(before, after, [], [])
     assert stale["new_since_change"] == [
         "duplicate_reservation_pod:kai-resource-reservation/gpu-reservation-node-2-x7k2q"
     ]
     assert stale["count"] == 1
+    # the same duplicates seen only during the window (they went with their group before the
+    # scan at its end): the extra pod of each group counts
+    seen = [{"group": "g1", "pods": ["r1", "r2"]}, {"group": "g2", "pods": ["r3", "r4", "r5"]}]
+    stale = run._stale_objects(before, before, [], seen)
+    assert stale["count"] == 3 and stale["duplicate_reservation_pods_seen"] == seen
