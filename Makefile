@@ -64,6 +64,18 @@ flake: venv ## the Go tests $(FLAKE_COUNT) times and the unit tests twice in ran
 	echo "flake check under $(FLAKE_BURNERS) CPU burners: $$((SECONDS - started)) s"; \
 	$(PY) tools/flake_report.py "$(FLAKE_RESULTS)"/*
 
+# Careless and hostile input to every playbook (tools/careless_input.yml, about 110 runs of
+# ansible-playbook against kubeconfigs that point nowhere): each run's category and the counts;
+# fails unless every run was refused before any cluster was read. Not a make test stage (the
+# unit tests check each finding; this re-runs the whole table, about 10 minutes on 2 cores).
+careless: venv ## every playbook given malformed input (tools/careless_input.yml): refused, crashed, accepted... per run and counts
+	$(VENV_ENV) $(PY) tools/careless_input.py $(if $(CARELESS_K),-k "$(CARELESS_K)")
+
+# The controller's cost as the fleet grows: playbooks/inventory.yml over 1 to 100 hosts (one fake
+# API server each) with 5 and 20 forks; wall time, per host and peak memory printed (issue 21).
+fleet-cost: venv ## benchmark: inventory.yml over 1, 10, 50, 100 fake clusters x forks 5, 20 - wall, per host, peak RSS
+	$(VENV_ENV) $(PY) tools/fleet_cost.py
+
 # make test's stages, in order; the first that fails stops the run. Each runs through
 # tools/test_summary.py (its time, exit status and counts: pytest's junit xml, go test -json,
 # the Molecule loop's results, kept in $(TEST_RESULTS)), and a summary of every stage ends the

@@ -34,7 +34,7 @@ options:
   operation:
     description: What to do.
     type: str
-    choices: [read, restore, survivors]
+    choices: [read, restore, survivors, hooks]
     default: read
   snapshot_dir:
     description:
@@ -47,6 +47,10 @@ options:
   evidence_root:
     description: The evidence store. Default - the run's context, given by the action plugin.
     type: path
+  kai_namespace:
+    description: For O(operation=hooks), the namespace of KAI's release.
+    type: str
+    default: kai-scheduler
   before_rollback:
     description: For O(operation=restore), the resourceVersions read before C(helm rollback).
     type: dict
@@ -59,8 +63,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - O(operation=read) runs the same; O(operation=restore) reports what it would do and
-        changes nothing.
+      - O(operation=read) runs the same; O(operation=restore) and O(operation=hooks) report what
+        they would do and change nothing.
 seealso:
   - module: kaiops.runbooks.kai_rollout_rollback
 """
@@ -88,12 +92,38 @@ restore:
     - For O(operation=restore), C(results) per object (action, outcome, why) and C(summary).
   returned: when operation is restore
   type: dict
+hooks:
+  description:
+    - For O(operation=hooks), the Helm hook Jobs in O(kai_namespace) whose pods wait on an image
+      that was not pulled (C(ErrImagePull), C(ImagePullBackOff), ...), each deleted (only if
+      unchanged since read) - after an uninstall that timed out on such a hook, left, it would
+      run whenever its image arrives.
+  returned: when operation is hooks
+  type: list
+  elements: dict
+  contains:
+    job:
+      description: The Job's name.
+      type: str
+    hook:
+      description: Its C(helm.sh/hook) annotation (e.g. C(post-delete)).
+      type: str
+    image:
+      description: The image its pod waits on.
+      type: str
+    reason:
+      description: Why its container waits (e.g. C(ErrImagePull)).
+      type: str
+    outcome:
+      description: C(deleted), or C(would delete) under check mode.
+      type: str
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.ansible_module import run_module
 from ansible_collections.kaiops.runbooks.plugins.module_utils.args_common import (
     AUTH_ARG_SPEC,
     JOURNAL_ARG_SPEC,
+    KAI_NAMESPACE_ARG_SPEC,
     RESERVATION_NAMESPACE_ARG_SPEC,
     merge_specs,
 )
@@ -109,12 +139,13 @@ CLUSTER_FROM_HOST = True
 def argspec():
     return merge_specs(
         RESERVATION_NAMESPACE_ARG_SPEC,
+        KAI_NAMESPACE_ARG_SPEC,
         AUTH_ARG_SPEC,
         JOURNAL_ARG_SPEC,
         {
             "operation": {
                 "type": "str",
-                "choices": ["read", "restore", "survivors"],
+                "choices": ["read", "restore", "survivors", "hooks"],
                 "default": "read",
             },
             "snapshot_dir": {"type": "str"},

@@ -37,7 +37,8 @@ options:
         C(objects) (resourceVersions read right after the upgrade), C(values_repointed) (the
         paths of the release's values that named the version that ran); for a rollback also
         C(method), C(method_why), C(survivors_before), C(survivors_after),
-        C(revision_target).
+        C(revision_target), C(hooks_deleted) (of M(kaiops.runbooks.kai_rollout_restore)
+        O(operation=hooks)).
     type: dict
     default: {}
 attributes:

@@ -287,6 +287,12 @@ CONNECTION_CHECKED = dict(
     CONNECTION, kaiops_kubeconfig=_v("kubeconfig", KUBECONFIG_FIX, must_exist=True)
 )
 OWNER = {"kaiops_change_owner": _v("text", "write who answers for the change, as text")}
+# The chart and values a rollout upgrades to and a rollback installs (the role's argument spec
+# takes them as raw, so that this refusal, with the report, names the fix).
+HELM = {
+    "kaiops_kai_chart_ref": _v("text", "give the chart reference as text"),
+    "kaiops_kai_helm_values": _v("mapping", "give kaiops_kai_helm_values as a mapping"),
+}
 WAIVER_FIELDS = ("reason", "approved_by")
 STEPS = _v(
     "list",
@@ -400,6 +406,17 @@ PLAYBOOKS = {
         "report": "report",
         "vars": dict(
             CONNECTION,
+            **HELM,
+            kaiops_rollout_probe_placement=_v(
+                "mapping", "give kaiops_rollout_probe_placement as a mapping (a pod spec's part)"
+            ),
+            kaiops_rollout_kwok_placement=_v(
+                "mapping", "give kaiops_rollout_kwok_placement as a mapping (a pod spec's part)"
+            ),
+            kaiops_rollout_governance=_v(
+                "mapping",
+                "give kaiops_rollout_governance as a mapping, e.g. {refuse_broad_grants: true}",
+            ),
             kaiops_rollout_downgrade_method=DOWNGRADE,
             kaiops_rollout_probes=_v(
                 "number", "give a whole number of GPU probes, 0 to 16", min=0, max=16, whole=True
@@ -475,7 +492,7 @@ PLAYBOOKS = {
                 "thresholds", "give kaiops_thresholds as a mapping of threshold names to numbers"
             ),
             kaiops_rollout_downgrade_method=DOWNGRADE,
-            **OWNER,
+            **dict(HELM, **OWNER),
         ),
     },
 }

@@ -817,6 +817,8 @@ def run_rollout_restore(module, client_factory=FixtureClient.from_options):
         by_kind = {what: _read_kinds(client, [(a, k, what)]) for a, k, what in R.SURVIVOR_KINDS}
         present = client.read("v1", "Namespace", params["reservation_namespace"]) is not None
         module.exit_json(changed=False, survivors=R.survivors(by_kind, present))
+    if params["operation"] == "hooks":
+        _clear_stuck_hooks(module, client)
     params = _with_recorded_snapshot(params)
     folder = _snapshot_folder_checked(params)
     recorded = snapshot_objects(folder, [k for _a, k, _f in R.RESTORED_KINDS])
@@ -832,6 +834,22 @@ def run_rollout_restore(module, client_factory=FixtureClient.from_options):
         changed=any(r["outcome"] in ("recreated", "replaced") for r in results),
         restore={"results": results, "summary": summary, "snapshot": params.get("snapshot_dir")},
     )
+
+
+def _clear_stuck_hooks(module, client):
+    """Delete the hook Jobs in KAI's namespace that wait on an image never pulled (R.stuck_hooks),
+    each only if unchanged since read; under check mode, report them."""
+    namespace = module.params["kai_namespace"]
+    stuck = R.stuck_hooks(
+        client.list("batch/v1", "Job", namespace), client.list("v1", "Pod", namespace)
+    )
+    for hook in stuck:
+        hook["outcome"] = "would delete" if module.check_mode else "deleted"
+        if not module.check_mode:
+            client.delete(
+                "batch/v1", "Job", hook["job"], namespace, hook["uid"], hook["resource_version"]
+            )
+    module.exit_json(changed=bool(stuck) and not module.check_mode, hooks=stuck)
 
 
 # ---------------------------------------------------------------- kai_rollout_governance

@@ -543,6 +543,9 @@ def _upgrade_entry(stage, result, identity, gates):
         entry["method_why"] = result.get("method_why")
         entry["survivors_before"] = result.get("survivors_before")
         entry["survivors_after"] = result.get("survivors_after")
+        # Hook Jobs of the uninstalled release left waiting on an image never pulled, deleted
+        # so that the downgrade could go on (rollout/restore.py stuck_hooks).
+        entry["hooks_deleted"] = list(result.get("hooks_deleted") or [])
     return entry
 
 

@@ -725,6 +725,14 @@ def _board_cluster(name, cluster):
             {"outcome": r["outcome"], "object": r["object"]}
             for r in (rollback.get("restore") or {}).get("results") or []
             if r.get("outcome") in ("recreated", "replaced")
+        ]
+        + [
+            {
+                "outcome": "deleted",
+                "object": "%s hook Job %s (its pod waited on %s: %s)"
+                % (h.get("hook"), h.get("job"), h.get("image"), h.get("reason")),
+            }
+            for h in rollback.get("hooks_deleted") or []
         ],
     }
     governance = change.get("governance")

@@ -45,6 +45,55 @@ SURVIVOR_KINDS = (
 KAI_CRD_GROUPS = ("kai.scheduler", "scheduling.run.ai")
 
 
+# A container waiting in one of these never starts until someone changes the image or the registry.
+UNPULLED = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+HOOK_ANNOTATION = "helm.sh/hook"
+
+
+def stuck_hooks(jobs, pods):
+    """The Helm hook Jobs (annotation ``helm.sh/hook``) not finished whose pods wait on an image
+    that was not pulled: [{job, uid, resource_version, hook, pod, image, reason, message}].
+
+    Why the downgrade needs them: a release whose new images never reached the cluster leaves its
+    upgrade hook waiting, and its uninstall runs KAI's post-delete hook on the same missing image;
+    helm gives up ("timed out waiting for the condition") after removing the release, and the
+    Jobs stay. Left, the post-delete one would delete ``kai-config`` whenever its image arrives,
+    taking down the KAI the downgrade installs (contract, "An image missing on a cluster")."""
+    by_job = {}
+    for pod in pods or []:
+        for ref in _meta(pod).get("ownerReferences") or []:
+            if ref.get("kind") == "Job":
+                by_job.setdefault(ref.get("uid"), []).append(pod)
+    out = []
+    for job in jobs or []:
+        meta = _meta(job)
+        hook = (meta.get("annotations") or {}).get(HOOK_ANNOTATION)
+        if not hook or (job.get("status") or {}).get("succeeded"):
+            continue
+        for pod in by_job.get(meta.get("uid")) or []:
+            status = pod.get("status") or {}
+            waiting = [
+                c
+                for c in (status.get("initContainerStatuses") or [])
+                + (status.get("containerStatuses") or [])
+                if ((c.get("state") or {}).get("waiting") or {}).get("reason") in UNPULLED
+            ]
+            if waiting:
+                why = waiting[0]["state"]["waiting"]
+                out.append({
+                    "job": meta.get("name"),
+                    "uid": meta.get("uid"),
+                    "resource_version": meta.get("resourceVersion"),
+                    "hook": hook,
+                    "pod": _meta(pod).get("name"),
+                    "image": waiting[0].get("image"),
+                    "reason": why.get("reason"),
+                    "message": why.get("message"),
+                })  # fmt: skip
+                break
+    return out
+
+
 def survivors(by_kind, reservation_namespace_present):
     """{what: sorted names} of what a downgrade must keep, from lists of objects by folder."""
     out = {}

@@ -310,3 +310,29 @@ def test_rollout_and_rollback_name_the_evidence_store_fix_when_it_cannot_hold_a_
         assert done.returncode == 2 and "Traceback" not in out, out
         assert "KAIOPS_EVIDENCE_ROOT=<dir>" in out, (playbook, out)
         assert "TASK [kaiops.runbooks.kai_inventory" not in out, (playbook, out)
+
+
+def test_rollout_refuses_typed_options_with_its_report_not_an_argument_spec_dump(tmp_path):
+    # tools/careless_input.py found these refused by the role's argument spec first: a dump of
+    # the whole spec, no report, the bundle left "incomplete"
+    done, bundle = run(
+        tmp_path,
+        "rollout.yml",
+        {"c1": dict(REQUEST)},
+        "-e",
+        "kaiops_rollout_burst_probes=many",
+        "-e",
+        "kaiops_kai_helm_values=gpuSharing",
+        "-e",
+        "kaiops_rollout_governance=strict",
+    )
+    out = assert_refused_before_any_cluster(done, bundle)
+    assert "argument_spec_data" not in out
+    for name in (
+        "kaiops_rollout_burst_probes",
+        "kaiops_kai_helm_values",
+        "kaiops_rollout_governance",
+    ):
+        assert name in out, name
+    report = strict_json(os.path.join(bundle, "report.json"))
+    assert report["clusters"]["c1"]["decision"] == "refused"

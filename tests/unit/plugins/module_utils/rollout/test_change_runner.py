@@ -780,3 +780,82 @@ def test_a_new_second_reservation_pod_of_a_group_counts_in_stale_objects():
     seen = [{"group": "g1", "pods": ["r1", "r2"]}, {"group": "g2", "pods": ["r3", "r4", "r5"]}]
     stale = run._stale_objects(before, before, [], seen)
     assert stale["count"] == 3 and stale["duplicate_reservation_pods_seen"] == seen
+
+
+# ---------------------------------------------------------------- hook Jobs left by an uninstall
+# The real KAI on the lab (CONTRACT.md, "An image missing on a cluster"): the new release's images
+# never reached the cluster; its uninstall ran the post-delete hook on the missing image and helm
+# gave up with the release gone and the Jobs left.
+
+
+def _job(name, hook, uid, succeeded=0):
+    meta = {"name": name, "namespace": "kai-scheduler", "uid": uid, "resourceVersion": "7"}
+    if hook:
+        meta["annotations"] = {"helm.sh/hook": hook}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "status": {"succeeded": succeeded}}  # fmt: skip
+
+
+def _job_pod(name, job_uid, reason, image="ghcr.io/kai/post-delete:v0.16.14"):
+    waiting = {"reason": reason, "message": "failed to pull"} if reason else None
+    state = {"waiting": waiting} if waiting else {"running": {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "kai-scheduler",
+                     "ownerReferences": [{"kind": "Job", "uid": job_uid}]},
+        "status": {"containerStatuses": [{"image": image, "state": state}]},
+    }  # fmt: skip
+
+
+class HooksClient(RestoreClient):
+    def __init__(self, now):
+        super().__init__(now)
+        self.deleted = []
+
+    def list(self, api_version, kind, namespace=None):
+        return [o for o in self.now if o["kind"] == kind]
+
+    def delete(self, api_version, kind, name, namespace, uid, resource_version):
+        self.deleted.append((kind, name, namespace, uid, resource_version))
+
+
+HOOK_CLUSTER = [
+    _job("post-delete-cleanup", "post-delete", "j1"),
+    _job_pod("post-delete-cleanup-w9qz4", "j1", "ErrImagePull"),
+    _job("crd-upgrader", "pre-install,pre-upgrade", "j2"),
+    _job_pod("crd-upgrader-czkwh", "j2", "ImagePullBackOff"),
+    # a hook that runs, one that finished, a Job that is no hook: none of KAI's downgrade's business
+    _job("config-deployer", "post-install", "j3"),
+    _job_pod("config-deployer-abc", "j3", None),
+    _job("old-hook", "post-upgrade", "j4", succeeded=1),
+    _job_pod("old-hook-x", "j4", "ErrImagePull"),
+    _job("team-batch", None, "j5"),
+    _job_pod("team-batch-y", "j5", "ErrImagePull"),
+]
+
+
+def test_the_hook_jobs_waiting_on_an_image_never_pulled_are_deleted(fake_module):
+    client = HooksClient(HOOK_CLUSTER)
+    params = {"operation": "hooks", "kai_namespace": "kai-scheduler", "kubeconfig": None,
+              "context": None, "request_timeout": 5}  # fmt: skip
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_restore(fake_module(params), client_factory=lambda *a: client)
+    result = done.value.result
+    assert [(h["job"], h["hook"], h["reason"], h["outcome"]) for h in result["hooks"]] == [
+        ("post-delete-cleanup", "post-delete", "ErrImagePull", "deleted"),
+        ("crd-upgrader", "pre-install,pre-upgrade", "ImagePullBackOff", "deleted"),
+    ]
+    assert result["changed"]
+    assert client.deleted == [
+        ("Job", "post-delete-cleanup", "kai-scheduler", "j1", "7"),
+        ("Job", "crd-upgrader", "kai-scheduler", "j2", "7"),
+    ]
+    # under --check: named, nothing deleted
+    client = HooksClient(HOOK_CLUSTER)
+    with pytest.raises(ExitJson) as done:
+        CR.run_rollout_restore(
+            fake_module(params, check_mode=True), client_factory=lambda *a: client
+        )
+    assert [h["outcome"] for h in done.value.result["hooks"]] == ["would delete"] * 2
+    assert not done.value.result["changed"] and client.deleted == []

@@ -314,3 +314,17 @@ def test_the_rehearsal_waiver_is_shown_with_its_reason_and_approver():
         "Rollback rehearsal for lab: none on record for lab %s -> %s; waived: drill: the "
         "interruption is under test (approved by cab)." % (PATCHED, PRE) in md
     )
+
+
+def test_the_hook_jobs_a_downgrade_deleted_are_interventions():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import report as RP
+
+    hook = {"job": "post-delete-cleanup", "hook": "post-delete", "reason": "ErrImagePull",
+            "image": "ghcr.io/kai/post-delete:v0.16.14"}  # fmt: skip
+    change = {"rollback": {"status": "done", "hooks_deleted": [hook]}}
+    got = RP._board_cluster("lab", {"change": change, "decision": "rolled_back"})
+    assert got["interventions"] == [{
+        "outcome": "deleted",
+        "object": "post-delete hook Job post-delete-cleanup (its pod waited on "
+        "ghcr.io/kai/post-delete:v0.16.14: ErrImagePull)",
+    }]  # fmt: skip
