@@ -38,7 +38,7 @@ options:
         paths of the release's values that named the version that ran); for a rollback also
         C(method), C(method_why), C(survivors_before), C(survivors_after),
         C(revision_target), C(hooks_deleted) (of M(kaiops.runbooks.kai_rollout_restore)
-        O(operation=hooks)).
+        with C(operation=hooks)).
     type: dict
     default: {}
 attributes:
