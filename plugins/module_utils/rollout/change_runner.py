@@ -849,7 +849,35 @@ def _clear_stuck_hooks(module, client):
             client.delete(
                 "batch/v1", "Job", hook["job"], namespace, hook["uid"], hook["resource_version"]
             )
+    if any("post-delete" in (h.get("hook") or "") for h in stuck):
+        stuck += _post_delete_work(client, namespace, module.check_mode)
     module.exit_json(changed=bool(stuck) and not module.check_mode, hooks=stuck)
+
+
+def _post_delete_work(client, namespace, check_mode):
+    """What KAI's post-delete hook does, done here since it could not run: the operator's
+    Deployments and Config kai-config deleted. Left, the components keep tokens of service
+    accounts the uninstall deleted and the install made anew: every API call answered 401 (seen on
+    the lab, as KAI #1536), and the install would not replace them."""
+    found = client.list("apps/v1", "Deployment", namespace, label_selector=R.OPERATOR_MANAGED) + [
+        c for c in client.list("kai.scheduler/v1", "Config") if R.key(c) == R.KAI_CONFIG
+    ]
+    done = []
+    for obj in found:
+        meta = obj.get("metadata") or {}
+        if not check_mode:
+            client.delete(
+                obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"),
+                meta.get("uid"), meta.get("resourceVersion"),
+            )  # fmt: skip
+        done.append({
+            "job": "%s %s" % (obj["kind"], meta["name"]),
+            "hook": "post-delete (its work)",
+            "image": "-",
+            "reason": "deleted as KAI's post-delete hook does",
+            "outcome": "would delete" if check_mode else "deleted",
+        })  # fmt: skip
+    return done
 
 
 # ---------------------------------------------------------------- kai_rollout_governance

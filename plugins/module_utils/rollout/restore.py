@@ -48,6 +48,10 @@ KAI_CRD_GROUPS = ("kai.scheduler", "scheduling.run.ai")
 # A container waiting in one of these never starts until someone changes the image or the registry.
 UNPULLED = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 HOOK_ANNOTATION = "helm.sh/hook"
+# What KAI's post-delete hook deletes (its chart's hooks/post): the Deployments the operator made
+# and Config kai-config.
+OPERATOR_MANAGED = "app.kubernetes.io/managed-by=kai-operator"
+KAI_CONFIG = "Config//kai-config"
 
 
 def stuck_hooks(jobs, pods):

@@ -808,13 +808,22 @@ def _job_pod(name, job_uid, reason, image="ghcr.io/kai/post-delete:v0.16.14"):
     }  # fmt: skip
 
 
+def _deployment(name, uid, labels):
+    meta = {"name": name, "namespace": "kai-scheduler", "uid": uid, "resourceVersion": "3"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": dict(meta, labels=labels)}
+
+
 class HooksClient(RestoreClient):
     def __init__(self, now):
         super().__init__(now)
         self.deleted = []
 
-    def list(self, api_version, kind, namespace=None):
-        return [o for o in self.now if o["kind"] == kind]
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        found = [o for o in self.now if o["kind"] == kind]
+        if label_selector:
+            key, value = label_selector.split("=")
+            found = [o for o in found if (o["metadata"].get("labels") or {}).get(key) == value]
+        return found
 
     def delete(self, api_version, kind, name, namespace, uid, resource_version):
         self.deleted.append((kind, name, namespace, uid, resource_version))
@@ -832,7 +841,12 @@ HOOK_CLUSTER = [
     _job_pod("old-hook-x", "j4", "ErrImagePull"),
     _job("team-batch", None, "j5"),
     _job_pod("team-batch-y", "j5", "ErrImagePull"),
-]
+    # what KAI's post-delete hook would have deleted, and a Deployment that is not the operator's
+    _deployment("binder", "d1", {"app.kubernetes.io/managed-by": "kai-operator"}),
+    _deployment("team-app", "d2", {}),
+    {"apiVersion": "kai.scheduler/v1", "kind": "Config",
+     "metadata": {"name": "kai-config", "uid": "c1", "resourceVersion": "9"}},
+]  # fmt: skip
 
 
 def test_the_hook_jobs_waiting_on_an_image_never_pulled_are_deleted(fake_module):
@@ -842,14 +856,19 @@ def test_the_hook_jobs_waiting_on_an_image_never_pulled_are_deleted(fake_module)
     with pytest.raises(ExitJson) as done:
         CR.run_rollout_restore(fake_module(params), client_factory=lambda *a: client)
     result = done.value.result
-    assert [(h["job"], h["hook"], h["reason"], h["outcome"]) for h in result["hooks"]] == [
-        ("post-delete-cleanup", "post-delete", "ErrImagePull", "deleted"),
-        ("crd-upgrader", "pre-install,pre-upgrade", "ImagePullBackOff", "deleted"),
+    assert [(h["job"], h["hook"], h["outcome"]) for h in result["hooks"]] == [
+        ("post-delete-cleanup", "post-delete", "deleted"),
+        ("crd-upgrader", "pre-install,pre-upgrade", "deleted"),
+        # the post-delete hook's own work, done since it could not run
+        ("Deployment binder", "post-delete (its work)", "deleted"),
+        ("Config kai-config", "post-delete (its work)", "deleted"),
     ]
     assert result["changed"]
     assert client.deleted == [
         ("Job", "post-delete-cleanup", "kai-scheduler", "j1", "7"),
         ("Job", "crd-upgrader", "kai-scheduler", "j2", "7"),
+        ("Deployment", "binder", "kai-scheduler", "d1", "3"),
+        ("Config", "kai-config", None, "c1", "9"),
     ]
     # under --check: named, nothing deleted
     client = HooksClient(HOOK_CLUSTER)
@@ -857,5 +876,5 @@ def test_the_hook_jobs_waiting_on_an_image_never_pulled_are_deleted(fake_module)
         CR.run_rollout_restore(
             fake_module(params, check_mode=True), client_factory=lambda *a: client
         )
-    assert [h["outcome"] for h in done.value.result["hooks"]] == ["would delete"] * 2
+    assert [h["outcome"] for h in done.value.result["hooks"]] == ["would delete"] * 4
     assert not done.value.result["changed"] and client.deleted == []
