@@ -103,7 +103,7 @@ hooks:
   elements: dict
   contains:
     job:
-      description: The Job's name.
+      description: The Job's name (absent for the hook's work done in its stead).
       type: str
     hook:
       description: Its C(helm.sh/hook) annotation (e.g. C(post-delete)).
@@ -113,6 +113,9 @@ hooks:
       type: str
     reason:
       description: Why its container waits (e.g. C(ErrImagePull)).
+      type: str
+    what:
+      description: What was deleted and why, as the report's interventions line says it.
       type: str
     outcome:
       description: C(deleted), or C(would delete) under check mode.

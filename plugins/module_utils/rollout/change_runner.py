@@ -871,10 +871,10 @@ def _post_delete_work(client, namespace, check_mode):
                 meta.get("uid"), meta.get("resourceVersion"),
             )  # fmt: skip
         done.append({
-            "job": "%s %s" % (obj["kind"], meta["name"]),
+            "object": "%s %s" % (obj["kind"], meta["name"]),
             "hook": "post-delete (its work)",
-            "image": "-",
-            "reason": "deleted as KAI's post-delete hook does",
+            "what": "%s %s (the post-delete hook's work, done since the hook could not run)"
+            % (obj["kind"], meta["name"]),
             "outcome": "would delete" if check_mode else "deleted",
         })  # fmt: skip
     return done

@@ -727,11 +727,7 @@ def _board_cluster(name, cluster):
             if r.get("outcome") in ("recreated", "replaced")
         ]
         + [
-            {
-                "outcome": "deleted",
-                "object": "%s hook Job %s (its pod waited on %s: %s)"
-                % (h.get("hook"), h.get("job"), h.get("image"), h.get("reason")),
-            }
+            {"outcome": h.get("outcome"), "object": h.get("what")}
             for h in rollback.get("hooks_deleted") or []
         ],
     }

@@ -93,6 +93,8 @@ def stuck_hooks(jobs, pods):
                     "image": waiting[0].get("image"),
                     "reason": why.get("reason"),
                     "message": why.get("message"),
+                    "what": "%s hook Job %s (its pod waited on %s: %s)"
+                    % (hook, meta.get("name"), waiting[0].get("image"), why.get("reason")),
                 })  # fmt: skip
                 break
     return out

@@ -856,13 +856,17 @@ def test_the_hook_jobs_waiting_on_an_image_never_pulled_are_deleted(fake_module)
     with pytest.raises(ExitJson) as done:
         CR.run_rollout_restore(fake_module(params), client_factory=lambda *a: client)
     result = done.value.result
-    assert [(h["job"], h["hook"], h["outcome"]) for h in result["hooks"]] == [
-        ("post-delete-cleanup", "post-delete", "deleted"),
-        ("crd-upgrader", "pre-install,pre-upgrade", "deleted"),
+    assert [(h["hook"], h["what"], h["outcome"]) for h in result["hooks"]] == [
+        ("post-delete", "post-delete hook Job post-delete-cleanup (its pod waited on "
+         "ghcr.io/kai/post-delete:v0.16.14: ErrImagePull)", "deleted"),
+        ("pre-install,pre-upgrade", "pre-install,pre-upgrade hook Job crd-upgrader (its pod "
+         "waited on ghcr.io/kai/post-delete:v0.16.14: ImagePullBackOff)", "deleted"),
         # the post-delete hook's own work, done since it could not run
-        ("Deployment binder", "post-delete (its work)", "deleted"),
-        ("Config kai-config", "post-delete (its work)", "deleted"),
-    ]
+        ("post-delete (its work)", "Deployment binder (the post-delete hook's work, done since "
+         "the hook could not run)", "deleted"),
+        ("post-delete (its work)", "Config kai-config (the post-delete hook's work, done since "
+         "the hook could not run)", "deleted"),
+    ]  # fmt: skip
     assert result["changed"]
     assert client.deleted == [
         ("Job", "post-delete-cleanup", "kai-scheduler", "j1", "7"),

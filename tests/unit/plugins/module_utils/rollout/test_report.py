@@ -320,7 +320,9 @@ def test_the_hook_jobs_a_downgrade_deleted_are_interventions():
     from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import report as RP
 
     hook = {"job": "post-delete-cleanup", "hook": "post-delete", "reason": "ErrImagePull",
-            "image": "ghcr.io/kai/post-delete:v0.16.14"}  # fmt: skip
+            "image": "ghcr.io/kai/post-delete:v0.16.14", "outcome": "deleted",
+            "what": "post-delete hook Job post-delete-cleanup (its pod waited on "
+                    "ghcr.io/kai/post-delete:v0.16.14: ErrImagePull)"}  # fmt: skip
     change = {"rollback": {"status": "done", "hooks_deleted": [hook]}}
     got = RP._board_cluster("lab", {"change": change, "decision": "rolled_back"})
     assert got["interventions"] == [{
