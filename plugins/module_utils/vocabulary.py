@@ -18,7 +18,9 @@ these names, whatever playbook reads it (``inventories/example/`` sets each of t
   one rule the rollout, the request check of every playbook and the ``serial`` filter read by;
   ``serial_list`` the play's serial from them and ``wave_batches`` / ``wave_numbers`` the waves
   Ansible makes of the play's hosts with it (the ``serial`` filter and the rollout's failure
-  budget share them).
+  budget share them). A named canary group (``kaiops_rollout_canary``) is the first wave:
+  ``canary_first`` puts its clusters first in the play (a host pattern) and ``serial_list``
+  gives it its own wave, the request's waves following over the rest.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -51,6 +53,9 @@ VARIABLES = {
     # The change window (rollout.yml, rollback.yml).
     "kaiops_rollout_waves": "Ansible serial of the change: clusters per wave, e.g. [1, '25%', "
     "'100%'] (default 1: one cluster at a time); play-level, give it with -e",
+    "kaiops_rollout_canary": "an inventory group whose clusters are the canary: changed first, "
+    "as wave 1, and allowed no failure; kaiops_rollout_waves are the waves after it; "
+    "play-level, give it with -e",
     "kaiops_rollout_failure_budget": "clusters per wave after the canary that may fail (and be "
     "rolled back) before the waves after it do not start (default 0; the canary allows none)",
     "kaiops_rollout_soak_s": "seconds each cluster soaks after its verification passed, then is "
@@ -222,14 +227,36 @@ def read_waves(value):
     return out, None
 
 
-def serial_list(value):
+def serial_list(value, canary=0):
     """The play's serial for ``value``: the waves as read, or [1] (one cluster at a time) when the
-    rule refuses them - the request has refused every cluster then, so nothing changes."""
+    rule refuses them - the request has refused every cluster then, so nothing changes. With a
+    canary group of ``canary`` clusters, a first wave of that many before them."""
     try:
         waves, problem = read_waves(value)
     except Exception:  # noqa: BLE001 - a serial must never crash the play
-        return [1]
-    return [1] if problem or not waves else waves
+        waves, problem = [1], None
+    waves = [1] if problem or not waves else waves
+    return [canary] + waves if isinstance(canary, int) and canary >= 1 else waves
+
+
+# An inventory group's name as a host pattern can hold it whole (Ansible's valid group names:
+# no ':', '!', '&', ',' or '*' that would make it a pattern of its own).
+GROUP_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z", re.ASCII)
+
+
+def canary_hosts(name, groups):
+    """The clusters of the canary group ``name`` in ``groups`` (Ansible's ``groups``), in
+    inventory order; [] when no canary is named or the name is not a group's."""
+    if not isinstance(name, str) or not GROUP_NAME.match(name) or not isinstance(groups, dict):
+        return []
+    hosts = groups.get(name)
+    return list(hosts) if isinstance(hosts, (list, tuple)) else []
+
+
+def canary_first(name):
+    """The play's host pattern: the canary group's clusters first, then every other, when ``name``
+    can be a group's; ``all`` otherwise (the request check refuses a bad name)."""
+    return "%s:all" % name if isinstance(name, str) and GROUP_NAME.match(name) else "all"
 
 
 def _batch_size(item, hosts):

@@ -28,6 +28,23 @@ options:
   waves:
     description: The waves (C(kaiops_rollout_waves)).
     type: raw
+  canary:
+    description:
+      - The canary group's name (C(kaiops_rollout_canary)), or none. Judged as the request gate
+        C(canary_group) - a group of the inventory with clusters, all of them in this run and
+        first in the play - its clusters are wave 1 and the recorded waves the play's serial.
+    type: raw
+  canary_hosts:
+    description:
+      - The canary group's clusters in inventory order (C(groups[kaiops_rollout_canary])), or
+        none.
+    type: list
+    elements: str
+  hosts:
+    description: The play's hosts in order (C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    default: []
   failure_budget:
     description:
       - Clusters per wave after the first (the canary) that may fail before the waves after it
@@ -66,6 +83,9 @@ EXAMPLES = r"""
   kaiops.runbooks.kai_rollout_policy:
     on_failed_gate: rollback
     waves: [1, "25%", "100%"]
+    canary: "{{ kaiops_rollout_canary | default('') }}"
+    canary_hosts: "{{ groups.get(kaiops_rollout_canary | default('')) }}"
+    hosts: "{{ ansible_play_hosts_all }}"
     failure_budget: 1
     soak_s: 600
     progress_deadline_s: 1800
@@ -120,6 +140,9 @@ def argspec():
         {
             "on_failed_gate": {"type": "raw"},
             "waves": {"type": "raw"},
+            "canary": {"type": "raw"},
+            "canary_hosts": {"type": "list", "elements": "str"},
+            "hosts": {"type": "list", "elements": "str", "default": []},
             "failure_budget": {"type": "int", "default": 0},
             "soak_s": {"type": "int", "default": 0},
             "progress_deadline_s": {"type": "int", "default": 0},

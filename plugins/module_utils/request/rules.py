@@ -440,6 +440,10 @@ PLAYBOOKS = {
                 max=64,
                 whole=True,
             ),
+            kaiops_rollout_canary=_v(
+                "text",
+                "name the canary's inventory group as text, e.g. -e kaiops_rollout_canary=canary",
+            ),
             kaiops_rollout_failure_budget=_v(
                 "number",
                 "give kaiops_rollout_failure_budget as a whole number of clusters, 0 or more "

@@ -93,7 +93,10 @@ def _before(record):
 def run_rollout_policy(module):
     """The failed-gate policy and the waves, judged as request gates."""
     params = module.params
-    names = ("on_failed_gate", "waves", "rate", "failure_budget", "soak_s", "progress_deadline_s")
+    names = (
+        "on_failed_gate", "waves", "rate", "failure_budget", "soak_s", "progress_deadline_s",
+        "canary", "canary_hosts", "hosts",
+    )  # fmt: skip
     data = {k: params.get(k) for k in names}
     record = _journal(params).add("policy", data)
     _exit(module, record, changed=False, well_formed=bool(record.get("request_well_formed")))

@@ -26,6 +26,7 @@ import os
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import change as C
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import waves as W
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import (
     INVALID_WAIVER,
     cluster_gates,
@@ -276,10 +277,26 @@ def _change(out):
     return out.setdefault("change", {})
 
 
-def add_policy(record, policy_value, waves_value):
-    """The failed-gate policy and the waves of the change request (stage request, no cluster
-    read). A malformed one makes the request malformed: no cluster is read."""
+def _canary_gate(canary):
+    """The gate ``canary_group`` of ``canary`` ({name, hosts, play}), or None when none is named."""
+    name = canary.get("name")
+    if name in (None, ""):
+        return None
+    problem, fix = W.canary_problem(name, canary.get("hosts"), canary.get("play") or [])
+    figure = "%s: %s" % (name, ", ".join(canary.get("hosts") or []) or "no cluster")
+    return gate(
+        "request", "canary_group", figure, W.CANARY_THRESHOLD, problem is None, problem or "",
+        fix or "",
+    )  # fmt: skip
+
+
+def add_policy(record, policy_value, waves_value, canary=None):
+    """The failed-gate policy, the waves and the canary group of the change request (stage
+    request, no cluster read); ``canary``: {name, hosts (the group's), play (the play's hosts)}.
+    A malformed one makes the request malformed: no cluster is read. With a canary group, the
+    recorded waves are the play's serial: the group's size first, then the request's."""
     out = _copy(record)
+    canary = canary or {}
     policy, problem = C.read_policy(policy_value)
     out["gates"].append(
         gate(
@@ -304,7 +321,10 @@ def add_policy(record, policy_value, waves_value):
             "set kaiops_rollout_waves to e.g. [1, '25%', '100%']" if wave_problem else "",
         )
     )
-    if problem or wave_problem:
+    canary_gate = _canary_gate(canary)
+    if canary_gate:
+        out["gates"].append(canary_gate)
+    if problem or wave_problem or (canary_gate and not canary_gate["passed"]):
         out["request_well_formed"] = False
         out["steps"][0] = _step(
             "request",
@@ -313,6 +333,9 @@ def add_policy(record, policy_value, waves_value):
         )
     _change(out)["policy"] = policy
     _change(out)["waves"] = waves
+    if canary_gate and canary_gate["passed"] and waves:
+        _change(out)["waves"] = [len(canary["hosts"])] + waves
+        _change(out)["canary"] = {"group": canary["name"], "clusters": list(canary["hosts"])}
     return out
 
 

@@ -35,7 +35,12 @@ def _started(_record, data, _cluster):
 
 
 def _policy(record, data, _cluster):
-    out = pipeline.add_policy(record, data.get("on_failed_gate"), data.get("waves"))
+    canary = {
+        "name": data.get("canary"),
+        "hosts": data.get("canary_hosts"),
+        "play": data.get("hosts"),
+    }
+    out = pipeline.add_policy(record, data.get("on_failed_gate"), data.get("waves"), canary)
     out.setdefault("change", {})["rate"] = data.get("rate") or 0
     out["change"]["failure_budget"] = data.get("failure_budget") or 0
     # Recorded only when asked for: a request without them keeps the record it always had.

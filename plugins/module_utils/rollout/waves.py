@@ -6,6 +6,9 @@
 - Each cluster's wave comes from the waves of the change request and the play's host order by the
   vocabulary's ``wave_numbers`` - the computation the ``serial`` filter hands Ansible - and is
   recorded in the cluster's record (``change.wave``).
+- ``canary_problem``: a named canary group (``kaiops_rollout_canary``) is judged as a request
+  gate: a group of the inventory with clusters, all of them in this run, and put first in the
+  play (the name is play-level); its clusters are then wave 1 (``vocabulary.serial_list``).
 - ``not_started_reason``: the first wave is the canary and allows no failure; every later wave
   allows ``failure_budget`` failed clusters (each rolled back alone, by the failed-gate policy).
   When an earlier wave failed more than it allows, the cluster is not started (decision
@@ -26,7 +29,10 @@ __metaclass__ = type
 import math
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
-from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import wave_numbers
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    GROUP_NAME,
+    wave_numbers,
+)
 
 # A cluster whose change ended so has failed in its wave (counted against the wave's budget).
 FAILED = ("rolled_back", "rollback_failed", "paused", "failed")
@@ -45,6 +51,38 @@ def wave_entry(change, hosts, cluster):
         "waves": max(numbers.values()),
         "budget": change.get("failure_budget") or 0,
     }
+
+
+CANARY_THRESHOLD = "an inventory group with clusters, all in this run, given with -e"
+
+
+def canary_problem(name, canary_hosts, hosts):
+    """(problem, fix) of the canary group ``name`` whose clusters are ``canary_hosts`` (inventory
+    order; None for no such group), for a play of ``hosts`` (in its order); (None, None) when
+    it holds."""
+    if not isinstance(name, str) or not GROUP_NAME.match(name):
+        return (
+            "kaiops_rollout_canary %r cannot be an inventory group's name" % (name,),
+            "name the canary's inventory group: letters, digits and _, not starting with a digit",
+        )
+    if not canary_hosts:
+        return (
+            "the inventory has no cluster in group %r (kaiops_rollout_canary)" % name,
+            "name a group with at least one cluster (ansible-inventory --graph lists them)",
+        )
+    missing = [h for h in canary_hosts if h not in hosts]
+    if missing:
+        return (
+            "the canary group %r has clusters this run leaves out: %s" % (name, ", ".join(missing)),
+            "run with every cluster of the canary group (--limit), or name another group",
+        )
+    if list(hosts[: len(canary_hosts)]) != list(canary_hosts):
+        return (
+            "the play did not put the canary group %r first: kaiops_rollout_canary is play-level"
+            % name,
+            "give kaiops_rollout_canary with -e (an inventory's value does not order the play)",
+        )
+    return None, None
 
 
 def allowed(wave, failure_budget):

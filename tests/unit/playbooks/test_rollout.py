@@ -353,6 +353,59 @@ def test_rollout_check_over_three_clusters_reports_the_fleet_in_wave_order(
     assert sha256sum_ok(bundle)
 
 
+def test_a_named_canary_group_goes_first_as_wave_one_and_a_bad_one_reads_no_cluster(
+    tmp_path, fake_api, monkeypatch
+):
+    """The inventory lists c3, c1, c2; group canary holds c2. With -e kaiops_rollout_canary=canary
+    and waves [2] after it, c2 is wave 1 (the canary, allowed no failure) and c3, c1 wave 2 -
+    in the play Ansible ran and in the fleet report alike. A group with no cluster is refused
+    as the request gate canary_group, naming the fix, before any cluster is read."""
+    api, helm_dir = kai_cluster(tmp_path, fake_api, monkeypatch)
+    host = dict(
+        REQUEST,
+        kaiops_kubeconfig=api.kubeconfig(tmp_path / "kubeconfig"),
+        kaiops_rollout_rehearsal_waiver={"reason": "unit test", "approved_by": "cab"},
+    )
+    hosts = {name: dict(host) for name in ("c3", "c1", "c2")}
+    groups = {"canary": {"hosts": {"c2": None}}, "empty": {"hosts": {}}}
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        yaml.safe_dump({"all": {"hosts": hosts, "children": groups}}, sort_keys=False)
+    )
+    request = '{"kaiops_rollout_waves": [2], "kaiops_rollout_canary": "canary"}'
+    done, bundle = playbook_run.run_playbook(
+        tmp_path, "rollout.yml", inventory, "--check", "-e", request, path_first=str(helm_dir)
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "Rollout refused" not in out, out
+    fleet = report_of(bundle)["fleet"]
+    assert [(r["wave"], r["cluster"]) for r in fleet["rows"]] == [(1, "c2"), (2, "c3"), (2, "c1")]
+    assert [(w["wave"], w["canary"], w["allowed"]) for w in fleet["waves"]] == [
+        (1, True, 0),
+        (2, False, 0),
+    ]
+    change = report_of(bundle)["clusters"]["c2"]["change"]
+    assert change["canary"] == {"group": "canary", "clusters": ["c2"]}
+    assert change["waves"] == [1, 2]
+    # the first play that changes: Ansible put c2 first, alone
+    assert "PLAY [Rollout - change each cluster" in out and out.index("[c2]") < out.index("[c3]")
+
+    refused_at = len(api.requests)
+    request = '{"kaiops_rollout_canary": "empty"}'
+    done, bundle = playbook_run.run_playbook(
+        tmp_path, "rollout.yml", inventory, "--check", "-e", request, path_first=str(helm_dir)
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "the inventory has no cluster in group 'empty'" in out, out
+    assert "ansible-inventory --graph" in out
+    assert api.requests[refused_at:] == []  # no connection reached the API server
+    report = report_of(bundle)
+    assert report["decision"] == "refused"
+    gates = report["clusters"]["c1"]["gates"]
+    assert [g["gate"] for g in gates if not g["passed"]] == ["canary_group"]
+
+
 def test_rollout_check_accepts_a_soak_and_a_progress_deadline_and_records_them(
     tmp_path, fake_api, monkeypatch
 ):

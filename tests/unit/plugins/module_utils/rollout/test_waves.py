@@ -17,6 +17,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.report imp
     render_markdown,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    canary_first,
+    canary_hosts,
+    serial_list,
     wave_batches,
     wave_numbers,
 )
@@ -49,6 +52,92 @@ def test_wave_numbers_for_canary_25_percent_then_the_rest_over_five_hosts():
 def test_wave_batches_are_the_batches_ansible_makes_of_the_serial(waves, count):
     hosts = ["h%d" % n for n in range(count)]
     assert wave_batches(waves, hosts) == ansible_batches(waves, hosts)
+
+
+# ---------------------------------------------------------------- a named canary group
+
+GROUPS = {"all": ["c1", "c2", "c3", "c4"], "canary": ["c3"], "pair": ["c2", "c4"], "none": []}
+
+
+def ansible_play(folder, pattern, groups, serial_value):
+    """The play's hosts and batches as ansible-playbook makes them for a host pattern, over an
+    inventory of ``groups`` (hosts of "all" ungrouped, in order)."""
+    import yaml
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    children = {n: {"hosts": {h: None for h in hs}} for n, hs in groups.items() if n != "all"}
+    data = {"all": {"hosts": {h: None for h in groups["all"]}, "children": children}}
+    path = folder / "hosts.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    inventory = InventoryManager(loader=DataLoader(), sources=[str(path)])
+    executor = PlaybookExecutor.__new__(PlaybookExecutor)
+    executor._inventory = inventory
+    play = SimpleNamespace(hosts=pattern, order=None, serial=serial_value)
+    return [h.name for h in inventory.get_hosts(pattern)], [
+        [h.name for h in batch] for batch in executor._get_serialized_batches(play)
+    ]
+
+
+@pytest.mark.parametrize(
+    "canary, waves, batches",
+    [
+        ("canary", [1], [["c3"], ["c1"], ["c2"], ["c4"]]),
+        ("pair", [2], [["c2", "c4"], ["c1", "c3"]]),
+        ("canary", ["50%"], [["c3"], ["c1", "c2"], ["c4"]]),
+        ("", [1, 3], [["c1"], ["c2", "c3", "c4"]]),
+        ("nosuch", [1, 3], [["c1"], ["c2", "c3", "c4"]]),
+        ("canary:all", [1, 3], [["c1"], ["c2", "c3", "c4"]]),  # not a group's name: no canary
+    ],
+)
+def test_a_canary_group_is_the_first_wave_ansible_makes_and_the_rollout_records(
+    tmp_path, canary, waves, batches
+):
+    pattern = canary_first(canary)
+    hosts, made = ansible_play(tmp_path, pattern, GROUPS, serial(waves, canary, GROUPS))
+    assert made == batches
+    assert wave_batches(serial_list(waves, len(canary_hosts(canary, GROUPS))), hosts) == batches
+
+
+@pytest.mark.parametrize(
+    "name, hosts, play, problem",
+    [
+        ("canary", ["c3"], ["c3", "c1", "c2"], None),
+        ("canary", ["c3"], ["c1", "c3", "c2"], "did not put the canary group 'canary' first"),
+        ("canary", ["c3", "c9"], ["c3", "c9"], None),
+        ("canary", ["c3", "c9"], ["c3", "c1"], "leaves out: c9"),
+        ("none", [], ["c1"], "no cluster in group 'none'"),
+        ("nosuch", None, ["c1"], "no cluster in group 'nosuch'"),
+        ("canary:all", None, ["c1"], "cannot be an inventory group's name"),
+        (["canary"], None, ["c1"], "cannot be an inventory group's name"),
+    ],
+)
+def test_canary_problem_names_what_is_wrong_and_the_fix(name, hosts, play, problem):
+    found, fix = W.canary_problem(name, hosts, play)
+    if problem is None:
+        assert (found, fix) == (None, None)
+    else:
+        assert problem in found and fix
+
+
+def test_a_named_canary_is_a_request_gate_and_its_size_the_first_wave():
+    record = {"gates": [], "steps": [{"step": "request", "status": "done"}]}
+    canary = {"name": "pair", "hosts": ["c2", "c4"], "play": ["c2", "c4", "c1", "c3"]}
+    out = pipeline.add_policy(record, None, [1], canary)
+    gates = {g["gate"]: g for g in out["gates"]}
+    assert gates["canary_group"]["passed"] and gates["canary_group"]["figure"] == "pair: c2, c4"
+    assert out["change"]["waves"] == [2, 1]
+    assert out["change"]["canary"] == {"group": "pair", "clusters": ["c2", "c4"]}
+    assert W.wave_entry(out["change"], canary["play"], "c4")["wave"] == 1
+    assert W.wave_entry(out["change"], canary["play"], "c1")["wave"] == 2
+    empty = pipeline.add_policy(record, None, [1], {"name": "none", "hosts": [], "play": ["c1"]})
+    bad = [g for g in empty["gates"] if not g["passed"]]
+    assert [g["gate"] for g in bad] == ["canary_group"] and bad[0]["fix"]
+    assert empty["request_well_formed"] is False and empty["change"]["waves"] == [1]
+    assert "canary" not in empty["change"]
+    none = pipeline.add_policy(record, None, [1, 2], {"name": "", "hosts": None, "play": ["c1"]})
+    assert "canary_group" not in {g["gate"] for g in none["gates"]}
+    assert none["change"]["waves"] == [1, 2]
 
 
 def test_wave_entry_records_wave_place_and_budget():
