@@ -279,7 +279,11 @@ def kubelet(cfg: LabConfig, bins: Binaries, gpu_devices: int = 2) -> Component:
         "tlsCertFile": _pki(cfg, "kubelet-server.crt"),
         "tlsPrivateKeyFile": _pki(cfg, "kubelet-server.key"),
         "containerRuntimeEndpoint": f"unix://{cfg.containerd_socket}",
-        "podLogsDirectory": str(cfg.path("pod-logs")),
+        # Each cluster's pod logs in its own state folder: a kubelet deletes the log folders of
+        # pods it does not know, so two kubelets on /var/log/pods (the default) deleted each
+        # other's, and `kubectl logs` of a fleet cluster's pod failed ("lstat /var/log/pods/...:
+        # no such file"). The field is podLogsDir: an unknown name is ignored with a warning.
+        "podLogsDir": str(cfg.path("pod-logs")),
         # Host facts: PID 1 is not systemd and the cgroup layout is v1 (hybrid).
         "cgroupDriver": "cgroupfs",
         "failCgroupV1": False,

@@ -96,6 +96,15 @@ def test_a_fleet_of_three_isolated_clusters_then_down_restores_the_machine():
     for lab in labs:
         node = lab.kubectl("get", "node", lab.cfg.node_name, "-o", "json").stdout
         assert json.loads(node)["status"]["allocatable"]["nvidia.com/gpu"] == "2", lab.cfg.name
+    for lab in labs:
+        # every kubelet took its whole configuration (an unknown field is only warned about)
+        log = lab.cfg.path("logs", "kubelet.log").read_text()
+        assert "strict decoding error" not in log, (lab.cfg.name, log[:2000])
+        # its pods' logs in its own folder: kubelets sharing /var/log/pods delete each other's
+        logs = {p.name.split("_")[0] for p in lab.cfg.path("pod-logs").iterdir()}
+        assert "kai-scheduler" in logs, (lab.cfg.name, logs)
+        binder = lab.kubectl("logs", "-n", "kai-scheduler", "deploy/binder", "--tail=1", check=False)
+        assert binder.returncode == 0, (lab.cfg.name, binder.stderr)
     apis = {lab.cfg.name: lab.cfg.network.node_ip for lab in labs}
     for lab in labs[1:]:
         for name, ip in apis.items():
