@@ -71,25 +71,34 @@ flake: venv ## the Go tests $(FLAKE_COUNT) times and the unit tests twice in ran
 careless: venv ## every playbook given malformed input (tools/careless_input.yml): refused, crashed, accepted... per run and counts
 	$(VENV_ENV) $(PY) tools/careless_input.py $(if $(CARELESS_K),-k "$(CARELESS_K)")
 
-# The controller's cost as the fleet grows: playbooks/inventory.yml over 1 to 100 hosts (one fake
-# API server each) with 5 and 20 forks; wall time, per host and peak memory printed (issue 21).
-fleet-cost: venv ## benchmark: inventory.yml over 1, 10, 50, 100 fake clusters x forks 5, 20 - wall, per host, peak RSS
-	$(VENV_ENV) $(PY) tools/fleet_cost.py
+# The controller's cost as the fleet grows: inventory.yml and rollout.yml --check over 1 to 100
+# hosts (one fake API server each) at 5, 20 and 50 forks; wall time, per host, the controller's
+# CPU seconds and how many cores they kept busy, peak memory (issue 21). About 40 minutes on 2
+# cores; FLEET_COST_ARGS narrows it, e.g. --playbooks inventory --hosts 1 10.
+FLEET_COST_ARGS ?=
+fleet-cost: venv ## benchmark: inventory.yml and rollout.yml --check over 1 to 100 fake clusters x forks 5, 20, 50 (FLEET_COST_ARGS)
+	$(VENV_ENV) $(PY) tools/fleet_cost.py $(FLEET_COST_ARGS)
 
 # make test's stages, in order; the first that fails stops the run. Each runs through
 # tools/test_summary.py (its time, exit status and counts: pytest's junit xml, go test -json,
 # the Molecule loop's results, kept in $(TEST_RESULTS)), and a summary of every stage ends the
 # output whatever happened. A fresh lab: whatever an earlier run or a killed session left is
 # cleaned up first (lab-down before lab-up).
-# The stages that need no lab (TEST_BESIDE) run one after another beside the lab's, from setup
-# on: the lab's stages spend most of their time waiting on watches and windows (a whole run used
-# about 40 of its 64 minutes of CPU on 2 cores), so this cuts the run by their time. Their
-# output is kept in beside.log and printed where the run waits for them, before TEST_JOIN; one
-# that fails stops the run there.
+# Three streams side by side, since the lab's stages spend most of their time waiting on watches
+# and windows (a whole run used about 49 of its 61 minutes of CPU on 2 cores):
+# - TEST_BESIDE, the stages that need no lab, from setup on;
+# - TEST_ON_2, the lab tests, on cluster 2 of a lab of two (KAIOPS_LAB_CLUSTER=2: its own API
+#   server, node, KAI release and network namespace, tests/lab/conftest.py), with an evidence root
+#   of their own, from lab-up on;
+# - the drills (molecule) on cluster 1.
+# Each background stream's output is kept in its log and printed where the run waits for it
+# (TEST_JOIN, after molecule); one that fails stops the run there. The fleet's drills and the
+# lifecycle tests come last: they bring up and take down the whole fleet.
 TEST_BESIDE = lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe
-TEST_LAB = lab-down lab-up pytest/tests/lab molecule fleet-drill pytest/tests/lifecycle
-TEST_JOIN = molecule
-TEST_STAGES = setup $(TEST_BESIDE) $(TEST_LAB)
+TEST_ON_2 = pytest/tests/lab
+TEST_LAB = lab-down lab-up molecule fleet-drill pytest/tests/lifecycle
+TEST_JOIN = fleet-drill
+TEST_STAGES = setup $(TEST_BESIDE) lab-down lab-up $(TEST_ON_2) molecule fleet-drill pytest/tests/lifecycle
 TEST_RESULTS ?= $(KAIOPS_CACHE)/test-results
 # The summary runs on the system Python (standard library only), so the setup stage - the venv and
 # the lab's Debian packages, minutes on a fresh machine - is timed with the rest.
@@ -100,14 +109,18 @@ TEST_GOAL_S ?= 3600
 
 test: ## set up everything and run the whole suite, then a summary per stage (CI runs exactly this)
 	@rm -rf "$(TEST_RESULTS)"; mkdir -p "$(TEST_RESULTS)"; \
-	stage() { $(TEST_SUMMARY) stage --results "$(TEST_RESULTS)" $$1 -- $(MAKE) --no-print-directory $$1; }; \
-	join() { [ -z "$$beside" ] && return 0; wait $$beside; rc=$$?; beside=; \
-	  echo "== the stages run beside the lab's ($(TEST_BESIDE)):"; cat "$(TEST_RESULTS)/beside.log"; return $$rc; }; \
-	beside=; \
+	stage() { s=$$1; shift; $(TEST_SUMMARY) stage --results "$(TEST_RESULTS)" $$s -- $(MAKE) --no-print-directory $$s "$$@"; }; \
+	streams=; \
+	join() { rc=0; for j in $$streams; do wait $${j%%:*} || rc=1; \
+	  echo "== the stages run beside the drills ($${j#*:}):"; cat "$(TEST_RESULTS)/$${j#*:}.log"; done; \
+	  streams=; return $$rc; }; \
 	if stage setup; then \
-	  ( for s in $(TEST_BESIDE); do stage $$s || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & beside=$$!; \
+	  ( for s in $(TEST_BESIDE); do stage $$s || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & streams="$$!:beside"; \
 	  for s in $(TEST_LAB); do \
 	    if [ $$s = $(TEST_JOIN) ]; then join || break; fi; \
+	    if [ $$s = lab-up ]; then stage lab-up LAB_CLUSTERS=2 || break; \
+	      ( for t in $(TEST_ON_2); do KAIOPS_LAB_CLUSTER=2 KAIOPS_EVIDENCE_ROOT="$(TEST_RESULTS)/evidence-cluster-2" stage $$t || exit 1; done \
+	      ) > "$(TEST_RESULTS)/cluster-2.log" 2>&1 & streams="$$streams $$!:cluster-2"; continue; fi; \
 	    stage $$s || break; \
 	  done; \
 	fi; \

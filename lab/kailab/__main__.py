@@ -55,7 +55,10 @@ def _env(lab: Lab, fleet: list[LabConfig]) -> None:
     path = [str(bins["kubectl"].parent), str(bins["helm"].parent)]
     # The project's venv (make passes its path): ansible-playbook, molecule, pytest first.
     venv = os.environ.get("KAIOPS_VENV")
-    print(f"export KUBECONFIG={shlex.quote(str(lab.cfg.kubeconfig))}")
+    selected = LabConfig.selected()
+    print(f"export KUBECONFIG={shlex.quote(str(selected.kubeconfig))}")
+    if selected.index != 1:  # inventories/lab reads it: the playbooks go to that cluster too
+        print(f"export KAIOPS_LAB_KUBECONFIG={shlex.quote(str(selected.kubeconfig))}")
     if venv:
         print(f"export VIRTUAL_ENV={shlex.quote(venv)}")
         path.insert(0, str(Path(venv) / "bin"))

@@ -160,6 +160,12 @@ class LabConfig:
         )
 
     @classmethod
+    def selected(cls) -> LabConfig:
+        """The cluster a shell or a test suite works on: `KAIOPS_LAB_CLUSTER` (default 1). make
+        test runs the lab tests on cluster 2 while the drills run on cluster 1."""
+        return cls.from_env(_env_int("KAIOPS_LAB_CLUSTER", 1, 1, MAX_CLUSTERS))
+
+    @classmethod
     def fleet_from_env(cls) -> list[LabConfig]:
         """Every cluster `LAB_CLUSTERS` asks for (default 1: today's lab alone)."""
         count = _env_int("KAIOPS_LAB_CLUSTERS", 1, 1, MAX_CLUSTERS)

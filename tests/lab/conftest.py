@@ -46,7 +46,8 @@ class Kube:
 
 @pytest.fixture(scope="session")
 def lab() -> Lab:
-    lab = Lab(LabConfig.from_env(), log=lambda _m: None)
+    # KAIOPS_LAB_CLUSTER: make test runs this suite on cluster 2 of its lab, beside the drills
+    lab = Lab(LabConfig.selected(), log=lambda _m: None)
     if not lab.cfg.kubeconfig.exists():
         pytest.fail("the lab is not up: run `make lab-up` (make test does it for you)")
     return lab

@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 # reproduce step, no options added; checked below), and Molecule's drill_happy runs make drill in
 # make test, so running it here too would add its two minutes for nothing.
 REPRODUCE = "ansible-playbook playbooks/reproduce.yml"
+PASSED = ("KAIOPS_LAB_CLUSTER", "KAIOPS_EVIDENCE_ROOT")
 SKIP = (
     re.compile(r"^make (test|drill)\b"),
     re.compile(r"inventories/prod\b"),
@@ -74,6 +75,9 @@ def failed_run_excerpt(output: str, limit: int = 3000) -> str:
 def test_readme_commands_run_in_order_from_a_fresh_shell():
     script = "set -e\n" + "\n".join(f"echo '+ {c}'\n{c}" for c in readme_commands())
     env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    # Which of the lab's clusters and which evidence root, when make test says (this suite runs
+    # on cluster 2 beside the drills on cluster 1, which read evidence/latest): nothing else.
+    env.update({k: os.environ[k] for k in PASSED if k in os.environ})
     proc = subprocess.run(
         ["bash", "--noprofile", "--norc", "-c", script],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,

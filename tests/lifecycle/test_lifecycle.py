@@ -103,7 +103,9 @@ def test_a_fleet_of_three_isolated_clusters_then_down_restores_the_machine():
         # its pods' logs in its own folder: kubelets sharing /var/log/pods delete each other's
         logs = {p.name.split("_")[0] for p in lab.cfg.path("pod-logs").iterdir()}
         assert "kai-scheduler" in logs, (lab.cfg.name, logs)
-        binder = lab.kubectl("logs", "-n", "kai-scheduler", "deploy/binder", "--tail=1", check=False)
+        binder = lab.kubectl(
+            "logs", "-n", "kai-scheduler", "deploy/binder", "--tail=1", check=False
+        )
         assert binder.returncode == 0, (lab.cfg.name, binder.stderr)
     apis = {lab.cfg.name: lab.cfg.network.node_ip for lab in labs}
     for lab in labs[1:]:

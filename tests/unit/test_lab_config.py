@@ -202,6 +202,41 @@ def test_fleet_of_one_is_the_lab_as_before(monkeypatch):
     assert all(c.prefix == () for c in components.plan(cfg, fake_binaries(), "p", Path("/s")))
 
 
+def test_the_selected_cluster_is_one_by_default_and_kaiops_lab_cluster_picks_another(monkeypatch):
+    monkeypatch.delenv("KAIOPS_LAB_CLUSTER", raising=False)
+    assert LabConfig.selected() == LabConfig.from_env(1)
+    monkeypatch.setenv("KAIOPS_LAB_CLUSTER", "2")
+    assert LabConfig.selected() == LabConfig.from_env(2)
+    assert LabConfig.selected().name == "kaiops-2"
+    monkeypatch.setenv("KAIOPS_LAB_CLUSTER", "0")
+    with pytest.raises(LabError, match="KAIOPS_LAB_CLUSTER"):
+        LabConfig.selected()
+
+
+def test_lab_env_points_the_shell_and_the_lab_inventory_at_the_selected_cluster(
+    monkeypatch, capsys
+):
+    """make -s lab-env: KUBECONFIG is cluster 1's, as before; with KAIOPS_LAB_CLUSTER=2 it is
+    cluster 2's, and so is KAIOPS_LAB_KUBECONFIG, which inventories/lab reads."""
+    from kailab import __main__ as cli
+
+    class FakeLab:
+        def binaries(self):
+            return {"kubectl": Path("/b/kubectl"), "helm": Path("/h/helm")}
+
+    fleet = [LabConfig.from_env(1)]
+    monkeypatch.delenv("KAIOPS_LAB_CLUSTER", raising=False)
+    cli._env(FakeLab(), fleet)
+    one = capsys.readouterr().out
+    assert f"export KUBECONFIG={LabConfig.from_env(1).kubeconfig}\n" in one
+    assert "KAIOPS_LAB_KUBECONFIG" not in one
+    monkeypatch.setenv("KAIOPS_LAB_CLUSTER", "2")
+    cli._env(FakeLab(), fleet)
+    two = capsys.readouterr().out
+    assert f"export KUBECONFIG={LabConfig.from_env(2).kubeconfig}\n" in two
+    assert f"export KAIOPS_LAB_KUBECONFIG={LabConfig.from_env(2).kubeconfig}\n" in two
+
+
 def test_each_further_cluster_has_its_own_names_addresses_and_namespaces(monkeypatch):
     monkeypatch.setenv("KAIOPS_LAB_CLUSTERS", "3")
     fleet = LabConfig.fleet_from_env()
