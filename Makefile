@@ -24,7 +24,7 @@ endif
 include mk/python.mk
 include mk/lab.mk
 
-.PHONY: help test setup drill molecule fleet-drill go-lint flake clean
+.PHONY: help test setup drill molecule molecule-2 fleet-drill go-lint flake clean
 # Each target's `## text`; a $(VARIABLE) in that text is shown with its value.
 HASH := \#
 HELP_VARS = $(sort $(patsubst $$(%),%,$(shell grep -hE '^[a-zA-Z_-]+:.*$(HASH)$(HASH) ' $(MAKEFILE_LIST) | sed 's/.*$(HASH)$(HASH) //' | grep -oE '\$$\([A-Za-z_]+\)')))
@@ -87,15 +87,16 @@ fleet-cost: venv ## benchmark: inventory.yml and rollout.yml --check over 1 to 1
 # Three streams side by side, since the lab's stages spend most of their time waiting on watches
 # and windows (a whole run used about 49 of its 61 minutes of CPU on 2 cores):
 # - TEST_BESIDE, the stages that need no lab, from setup on;
-# - TEST_ON_2, the lab tests, on cluster 2 of a lab of two (KAIOPS_LAB_CLUSTER=2: its own API
-#   server, node, KAI release and network namespace, tests/lab/conftest.py), with an evidence root
-#   of their own, from lab-up on;
-# - the drills (molecule) on cluster 1.
+# - TEST_ON_2, the lab tests and the drills of MOLECULE_ON_2, on cluster 2 of a lab of two
+#   (KAIOPS_LAB_CLUSTER=2: its own API server, node, KAI release and network namespace; the lab
+#   tests, make lab-env and make lab-kai follow it), with an evidence root of their own (make
+#   drill reads evidence/latest), from lab-up on;
+# - the other drills (molecule) on cluster 1.
 # Each background stream's output is kept in its log and printed where the run waits for it
 # (TEST_JOIN, after molecule); one that fails stops the run there. The fleet's drills and the
 # lifecycle tests come last: they bring up and take down the whole fleet.
 TEST_BESIDE = lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe
-TEST_ON_2 = pytest/tests/lab
+TEST_ON_2 = pytest/tests/lab molecule-2
 TEST_LAB = lab-down lab-up molecule fleet-drill pytest/tests/lifecycle
 TEST_JOIN = fleet-drill
 TEST_STAGES = setup $(TEST_BESIDE) lab-down lab-up $(TEST_ON_2) molecule fleet-drill pytest/tests/lifecycle
@@ -121,6 +122,7 @@ test: ## set up everything and run the whole suite, then a summary per stage (CI
 	    if [ $$s = lab-up ]; then stage lab-up LAB_CLUSTERS=2 || break; \
 	      ( for t in $(TEST_ON_2); do KAIOPS_LAB_CLUSTER=2 KAIOPS_EVIDENCE_ROOT="$(TEST_RESULTS)/evidence-cluster-2" stage $$t || exit 1; done \
 	      ) > "$(TEST_RESULTS)/cluster-2.log" 2>&1 & streams="$$streams $$!:cluster-2"; continue; fi; \
+	    if [ $$s = molecule ]; then stage molecule MOLECULE_SKIP="default $(MOLECULE_ON_2)" || break; continue; fi; \
 	    stage $$s || break; \
 	  done; \
 	fi; \
@@ -168,6 +170,12 @@ endef
 molecule: venv ## Molecule scenarios against the running lab (all of them but the fleet's, then which failed)
 	@# the lab's kubectl and helm first on PATH: scenarios install KAI builds through helm
 	$(call molecule_each,$(MOLECULE_SCENARIOS))
+
+# make test's drills on cluster 2 (beside the others on cluster 1: the longest, which switches
+# nothing on cluster 1 and reads its own bundles); run alone: KAIOPS_LAB_CLUSTER=2 make molecule-2
+MOLECULE_ON_2 = drill_field_faults
+molecule-2: venv ## the drills make test runs on cluster 2 (MOLECULE_ON_2), on the cluster KAIOPS_LAB_CLUSTER picks
+	$(call molecule_each,$(MOLECULE_ON_2))
 
 # The fleet's further clusters come up beside a running cluster 1 (which up leaves as it is);
 # in make test the lifecycle stage after this one takes the whole fleet down (down takes every

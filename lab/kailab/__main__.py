@@ -57,8 +57,9 @@ def _env(lab: Lab, fleet: list[LabConfig]) -> None:
     venv = os.environ.get("KAIOPS_VENV")
     selected = LabConfig.selected()
     print(f"export KUBECONFIG={shlex.quote(str(selected.kubeconfig))}")
-    if selected.index != 1:  # inventories/lab reads it: the playbooks go to that cluster too
+    if selected.index != 1:  # inventories/lab and the drills read them: they go there too
         print(f"export KAIOPS_LAB_KUBECONFIG={shlex.quote(str(selected.kubeconfig))}")
+        print(f"export KAIOPS_LAB_CHARTS={shlex.quote(str(selected.path('charts')))}")
     if venv:
         print(f"export VIRTUAL_ENV={shlex.quote(venv)}")
         path.insert(0, str(Path(venv) / "bin"))
@@ -157,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
                 print("left behind:\n  " + "\n  ".join(leftovers), file=sys.stderr)
                 return 1
         elif args.cmd == "kai":
-            for c in fleet:
+            # KAIOPS_LAB_CLUSTER: that cluster alone (a drill on cluster 2 switches only its KAI)
+            targets = [LabConfig.selected()] if os.environ.get("KAIOPS_LAB_CLUSTER") else fleet
+            for c in targets:
                 if not c.kubeconfig.exists():
                     raise LabError(
                         f"Failed to switch KAI on lab {c.name}: it is not up; start it with "

@@ -235,6 +235,7 @@ def test_lab_env_points_the_shell_and_the_lab_inventory_at_the_selected_cluster(
     two = capsys.readouterr().out
     assert f"export KUBECONFIG={LabConfig.from_env(2).kubeconfig}\n" in two
     assert f"export KAIOPS_LAB_KUBECONFIG={LabConfig.from_env(2).kubeconfig}\n" in two
+    assert f"export KAIOPS_LAB_CHARTS={LabConfig.from_env(2).path('charts')}\n" in two
 
 
 def test_each_further_cluster_has_its_own_names_addresses_and_namespaces(monkeypatch):
