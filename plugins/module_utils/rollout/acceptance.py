@@ -307,13 +307,15 @@ ACCEPTANCE_GATES = (
 
 
 # After a rollback the old version is held to its own figures before the change: a latency may
-# be the threshold, or no worse than before (x1.5 + 0.5 s, the lab's and a busy cluster's jitter;
-# a request that ties its latencies to the baseline, latency_baseline_factor and _plus_s, widens it
-# to those: a site that declared its latency noisy is noisy after a rollback too - seen on the lab
-# under load, the healthy build's bind p50 4.4 s before and 7.2 s after its rollback, both under
-# the verification's 10.8 s); the completion rate the threshold or what it was before. Counts
-# (restarts, failed binds, stale objects) keep their thresholds.
-ROLLBACK_SLACK = {"factor": 1.5, "plus_s": 0.5}
+# be the threshold, or no worse than before - x2 + 1 s, a busy cluster's jitter between two windows
+# minutes apart (x1.5 + 0.5 s failed healthy rollbacks on the loaded lab: bind p50 1.6 s before
+# the change, 3.7 s after the rollback to the same build), far below a binder that panics or
+# waits out its 40 s reservation timeout. A request that ties its latencies to the baseline
+# (latency_baseline_factor, _plus_s) widens it to those where they are wider: a site that declared
+# its latency noisy is noisy after a rollback too (the lab: 4.4 s before, 7.2 s after). The
+# completion rate may be the threshold or what it was before. Counts (restarts, failed binds,
+# stale objects) keep their thresholds.
+ROLLBACK_SLACK = {"factor": 2.0, "plus_s": 1.0}
 LATENCY_FIGURES = {
     "bind_latency_p50_s": ("submit_to_bound", "p50_s"),
     "bind_latency_p95_s": ("submit_to_bound", "p95_s"),
