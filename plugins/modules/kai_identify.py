@@ -16,15 +16,17 @@ author:
 description:
   - Reads KAI's component Deployments (images, owner, rollout state), the operator
     C(kai-operator), Config C(kai-config) (the image tags its spec names, its status conditions
-    and their C(observedGeneration)) and the API server's version; read-only, also under check
-    mode. The version that runs is the binder's image tag.
+    and their C(observedGeneration)), the admission webhooks that call a Service in KAI's
+    namespace with the ready endpoints behind each (EndpointSlices), and the API server's
+    version; read-only, also under check mode. The version that runs is the binder's image tag.
   - >-
     Names every disagreement between helm's release (given in I(helm)), the operator,
     C(kai-config) and the components as a finding, for example C(helm says v0.16.13, binder runs
     v0.16.14: split).
   - Rolled out to a version means every component Deployment runs it and is rolled out and, on an
     operator install, C(kai-config)'s conditions are current for its generation and Available and
-    Ready.
+    Ready, and every KAI webhook has a ready endpoint (with failurePolicy Fail, the API server
+    refuses every pod the webhook admits until one is ready).
   - Without I(wait_s), fails when the binder does not run I(expected_version) or KAI is not rolled
     out. With I(wait_s), reads until KAI is rolled out to I(expected_version) or the bound passed
     and returns the measured seconds; not rolled out in time is returned, not a failure.
@@ -94,8 +96,16 @@ identity:
       description: Every disagreement between helm, the operator, kai-config and the components.
       type: list
       elements: str
+    webhooks:
+      description:
+        - Each webhook that calls a Service in KAI's namespace (C(configuration), C(webhook),
+          C(service), C(failure_policy)) with C(ready_endpoints), the ready endpoints behind it.
+      type: list
+      elements: dict
     all_rolled_out:
-      description: Every component rolled out (and the operator's Config reconciled).
+      description:
+        - Every component rolled out (and the operator's Config reconciled), every webhook with a
+          ready endpoint.
       type: bool
 rolled_out:
   description: KAI runs I(expected_version) everywhere, rolled out.

@@ -28,6 +28,13 @@ QUEUE = ("scheduling.run.ai/v2", "Queue")
 BIND_REQUEST = ("scheduling.run.ai/v1alpha2", "BindRequest")
 CLUSTER_POLICY = ("nvidia.com/v1", "ClusterPolicy")
 POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
+# KAI's admission webhooks (failurePolicy Fail) and the endpoints of the Service each calls.
+WEBHOOK_CONFIGURATIONS = (
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+)
+ENDPOINT_SLICE = ("discovery.k8s.io/v1", "EndpointSlice")
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 # ------------------------------------------------------------------ default names of an install
 NAMESPACE = "kai-scheduler"

@@ -12,7 +12,11 @@ version while ``kai-config`` and every component keep the newer one):
 - the operator Deployment ``kai-operator`` (its image tag is the chart's);
 - Config ``kai-config``: its spec names every component's image tag, and its status conditions say
   whether the operator reconciled the current generation;
-- each component Deployment: its images, owner (the operator's Config) and rollout state.
+- each component Deployment: its images, owner (the operator's Config) and rollout state;
+- KAI's admission webhooks and the ready endpoints behind each one's Service: with
+  failurePolicy Fail, every pod they admit is refused while none is ready, and after a switch
+  of version that lasts past the Deployments' rollout for as long as the endpoints lag (the
+  admission Deployment is Recreate).
 
 The version that runs is the binder's image tag (the code that binds). ``analyse`` puts the voices
 side by side and names each disagreement as a finding; ``rolled_out`` says whether an install is
@@ -25,6 +29,10 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
+    STATUS_NOT_FOUND,
+    KaiopsError,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -180,8 +188,63 @@ def findings(identity):
     return out
 
 
-def analyse(deployments, config, helm=None, server=None):
-    """The identity of the running KAI from its Deployments, kai-config and helm's status."""
+def ready_endpoints(slices):
+    """Endpoints ready to serve in a Service's EndpointSlices (an unset ``ready`` counts as
+    ready, as the EndpointSlice API says consumers should read it)."""
+    return sum(
+        1
+        for s in slices or []
+        for e in s.get("endpoints") or []
+        if (e.get("conditions") or {}).get("ready") is not False
+    )
+
+
+def webhook_states(configurations, namespace):
+    """KAI's webhooks: each webhook of these configurations that calls a Service in KAI's
+    namespace, by configuration, name, Service and failure policy."""
+    out = []
+    for cfg in configurations or []:
+        for hook in cfg.get("webhooks") or []:
+            service = (hook.get("clientConfig") or {}).get("service") or {}
+            if service.get("namespace") != namespace:
+                continue
+            out.append(
+                {
+                    "configuration": "%s/%s" % (cfg.get("kind"), (cfg.get("metadata") or {}).get("name")),
+                    "webhook": hook.get("name"),
+                    "service": "%s/%s" % (namespace, service.get("name")),
+                    "failure_policy": hook.get("failurePolicy", "Fail"),
+                }
+            )
+    return out
+
+
+def read_webhooks(client, namespace):
+    """KAI's webhooks with the ready endpoints behind each; [] where the API server serves no
+    webhook configurations (then it calls none)."""
+    configurations = []
+    for kind in F.WEBHOOK_CONFIGURATIONS:
+        try:
+            configurations += client.list(*kind)
+        except KaiopsError as exc:
+            if exc.status != STATUS_NOT_FOUND:
+                raise
+    hooks = webhook_states(configurations, namespace)
+    ready = {}
+    for service in sorted({h["service"] for h in hooks}):
+        ready[service] = ready_endpoints(
+            client.list(
+                *F.ENDPOINT_SLICE,
+                namespace=namespace,
+                label_selector="%s=%s" % (F.SERVICE_NAME_LABEL, service.split("/", 1)[1]),
+            )
+        )
+    return [dict(h, ready_endpoints=ready[h["service"]]) for h in hooks]
+
+
+def analyse(deployments, config, helm=None, server=None, webhooks=None):
+    """The identity of the running KAI from its Deployments, kai-config, helm's status and its
+    webhooks (``read_webhooks``)."""
     comps = sorted(
         (deployment_state(d) for d in deployments or [] if is_component(d)),
         key=lambda c: c["name"],
@@ -219,6 +282,7 @@ def analyse(deployments, config, helm=None, server=None):
         "gpu_sharing": admission.get("gpuSharing"),
         "block_nvidia_visible_devices": admission.get("blockNvidiaVisibleDevices"),
         "kubernetes_version": (server or {}).get("gitVersion"),
+        "webhooks": list(webhooks or []),
     }
     # An operator install is rolled out when the operator reconciled the Config's generation
     # too; a chart that renders the Deployments itself has no conditions to wait for.
@@ -226,6 +290,7 @@ def analyse(deployments, config, helm=None, server=None):
         bool(comps)
         and all(c["rolled_out"] for c in comps)
         and (operator is None or (cfg["current"] and cfg["ready"]))
+        and all(h["ready_endpoints"] for h in identity["webhooks"])
     )
     identity["findings"] = findings(identity)
     identity["split"] = bool(identity["findings"])
@@ -243,6 +308,12 @@ def rolled_out(identity, version):
             reasons.append("%s runs %s" % (c["name"], c["tag"]))
         elif not c["rolled_out"]:
             reasons.append("%s is rolling out (%s ready)" % (c["name"], c["ready"]))
+    for hook in identity.get("webhooks") or []:
+        if not hook.get("ready_endpoints"):
+            reasons.append(
+                "webhook %s has no ready endpoint behind Service %s (failurePolicy %s)"
+                % (hook["webhook"], hook["service"], hook["failure_policy"])
+            )
     operator = identity.get("operator")
     if operator is not None:
         cfg = identity.get("config") or {}
@@ -271,7 +342,8 @@ def read(client, namespace):
 
 def identify(client, namespace, helm=None):
     deployments, config, server = read(client, namespace)
-    return analyse(deployments, config, helm=helm, server=server)
+    webhooks = read_webhooks(client, namespace)
+    return analyse(deployments, config, helm=helm, server=server, webhooks=webhooks)
 
 
 def wait_rolled_out(

@@ -4,7 +4,9 @@
 from __future__ import absolute_import, division, print_function
 
 import pytest
+from fakeapi import FakeClient
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as I
 
 COMPONENTS = (
@@ -251,3 +253,101 @@ def test_a_faulted_stand_in_says_which_faults_it_plays():
         ]
     ident = I.analyse(deps, cfg, helm=HELM_OLD)
     assert (ident["faults"], ident["implementation_label"]) == ([], "KAI stand-in")
+
+
+WEBHOOK_API = "admissionregistration.k8s.io/v1"
+
+
+def webhook_configuration(kind, service_namespace="kai-scheduler", policy="Fail"):
+    return {
+        "apiVersion": WEBHOOK_API,
+        "kind": kind,
+        "metadata": {"name": kind.lower()},
+        "webhooks": [
+            {
+                "name": "admission.kai-scheduler.svc",
+                "failurePolicy": policy,
+                "clientConfig": {"service": {"namespace": service_namespace, "name": "admission"}},
+            }
+        ],
+    }
+
+
+def endpoint_slice(*ready, service="admission"):
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": service + "-abcde",
+            "namespace": "kai-scheduler",
+            "labels": {"kubernetes.io/service-name": service},
+        },
+        "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": r}} for r in ready],
+    }
+
+
+def hooks_client(*objects):
+    deps, cfg = install("v2")
+    for d in deps:
+        d.update(apiVersion="apps/v1", kind="Deployment")
+        d["metadata"]["namespace"] = "kai-scheduler"
+    cfg.update(apiVersion="kai.scheduler/v1", kind="Config")
+    return FakeClient(objects=deps + [cfg] + list(objects))
+
+
+def test_a_webhook_with_no_ready_endpoint_is_not_rolled_out():
+    # After a switch of version the admission pod is Ready before the EndpointSlice says so:
+    # with failurePolicy Fail every pod it admits is refused meanwhile, so KAI is not rolled out.
+    client = hooks_client(
+        webhook_configuration("MutatingWebhookConfiguration"),
+        webhook_configuration("ValidatingWebhookConfiguration", policy="Ignore"),
+        endpoint_slice(False),
+    )
+    ident = I.identify(client, "kai-scheduler")
+    assert [h["ready_endpoints"] for h in ident["webhooks"]] == [0, 0]
+    assert not ident["all_rolled_out"]
+    ok, reasons = I.rolled_out(ident, "v2")
+    assert not ok and reasons == [
+        "webhook admission.kai-scheduler.svc has no ready endpoint behind Service "
+        "kai-scheduler/admission (failurePolicy Fail)",
+        "webhook admission.kai-scheduler.svc has no ready endpoint behind Service "
+        "kai-scheduler/admission (failurePolicy Ignore)",
+    ]
+
+
+@pytest.mark.parametrize("ready", [True, None])
+def test_a_ready_endpoint_makes_the_webhook_ready(ready):
+    # An unset ready condition is read as ready, as the EndpointSlice API says.
+    client = hooks_client(
+        webhook_configuration("MutatingWebhookConfiguration"), endpoint_slice(False, ready)
+    )
+    ident = I.identify(client, "kai-scheduler")
+    assert ident["webhooks"] == [
+        {
+            "configuration": "MutatingWebhookConfiguration/mutatingwebhookconfiguration",
+            "webhook": "admission.kai-scheduler.svc",
+            "service": "kai-scheduler/admission",
+            "failure_policy": "Fail",
+            "ready_endpoints": 1,
+        }
+    ]
+    assert ident["all_rolled_out"] and I.rolled_out(ident, "v2") == (True, [])
+
+
+def test_webhooks_of_other_namespaces_and_unserved_apis_are_not_kais():
+    other = hooks_client(
+        webhook_configuration("MutatingWebhookConfiguration", service_namespace="gpu-operator")
+    )
+    assert I.identify(other, "kai-scheduler")["webhooks"] == []
+    # An API server that serves no webhook configurations calls no webhook.
+    bare = hooks_client()
+    bare.served.discard(WEBHOOK_API)
+    assert I.identify(bare, "kai-scheduler")["webhooks"] == []
+
+
+def test_an_unreadable_webhook_configuration_fails_the_reading():
+    # No data never passes: a 403 on the webhooks is an error, not "no webhook".
+    client = hooks_client()
+    client.forbidden.add((WEBHOOK_API, "MutatingWebhookConfiguration"))
+    with pytest.raises(KaiopsError):
+        I.identify(client, "kai-scheduler")
