@@ -84,20 +84,25 @@ fleet-cost: venv ## benchmark: inventory.yml and rollout.yml --check over 1 to 1
 # the Molecule loop's results, kept in $(TEST_RESULTS)), and a summary of every stage ends the
 # output whatever happened. A fresh lab: whatever an earlier run or a killed session left is
 # cleaned up first (lab-down before lab-up).
-# The stages that need no lab (TEST_BESIDE) run one after another beside the lab's, from setup
-# on: the lab's stages spend most of their time waiting on watches and windows (a whole run used
-# about 40 of its 64 minutes of CPU on 2 cores), so this cuts the run by their time. Their
-# output is kept in beside.log and printed where the run waits for them, before TEST_JOIN; one
-# that fails stops the run there.
-# (Tried 2026-12-07: tests/lab and drill_field_faults on cluster 2 of a two-cluster lab beside the
-# other drills on cluster 1 - KAIOPS_LAB_CLUSTER=2, make molecule-2 - ended the drills at 40 min
-# instead of about 52, but the load of three streams on 2 cores failed a reproduce case: KAI's
-# admission webhook had no endpoints through its 60 s window after a switch. Not the default until
-# the collection waits for KAI's webhooks to be served after an install.)
+# Three streams side by side, since the lab's stages spend most of their time waiting on watches
+# and windows (a whole run used about 49 of its 61 minutes of CPU on 2 cores):
+# - TEST_BESIDE, the stages that need no lab, from setup on;
+# - TEST_ON_2, the lab tests and the drills of MOLECULE_ON_2, on cluster 2 of a lab of two
+#   (KAIOPS_LAB_CLUSTER=2: its own API server, node, KAI release and network namespace; the lab
+#   tests, make lab-env and make lab-kai follow it), with an evidence root of their own (make
+#   drill reads evidence/latest), from lab-up on;
+# - the other drills (molecule) on cluster 1.
+# Each background stream's output is kept in its log and printed where the run waits for it
+# (TEST_JOIN, after molecule); one that fails stops the run there. The fleet's drills and the
+# lifecycle tests come last: they bring up and take down the whole fleet.
+# (The first try of three streams failed a reproduce case: under their load KAI's admission
+# webhook had no endpoint through a case's 60 s window after a switch of build. kai_identify and
+# make lab-kai now wait for it, as an install on a loaded cluster needs anyway.)
 TEST_BESIDE = lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe
-TEST_LAB = lab-down lab-up pytest/tests/lab molecule fleet-drill pytest/tests/lifecycle
-TEST_JOIN = molecule
-TEST_STAGES = setup $(TEST_BESIDE) $(TEST_LAB)
+TEST_ON_2 = pytest/tests/lab molecule-2
+TEST_LAB = lab-down lab-up molecule fleet-drill pytest/tests/lifecycle
+TEST_JOIN = fleet-drill
+TEST_STAGES = setup $(TEST_BESIDE) lab-down lab-up $(TEST_ON_2) molecule fleet-drill pytest/tests/lifecycle
 TEST_RESULTS ?= $(KAIOPS_CACHE)/test-results
 # The summary runs on the system Python (standard library only), so the setup stage - the venv and
 # the lab's Debian packages, minutes on a fresh machine - is timed with the rest.
@@ -108,14 +113,19 @@ TEST_GOAL_S ?= 3600
 
 test: ## set up everything and run the whole suite, then a summary per stage (CI runs exactly this)
 	@rm -rf "$(TEST_RESULTS)"; mkdir -p "$(TEST_RESULTS)"; \
-	stage() { $(TEST_SUMMARY) stage --results "$(TEST_RESULTS)" $$1 -- $(MAKE) --no-print-directory $$1; }; \
-	join() { [ -z "$$beside" ] && return 0; wait $$beside; rc=$$?; beside=; \
-	  echo "== the stages run beside the lab's ($(TEST_BESIDE)):"; cat "$(TEST_RESULTS)/beside.log"; return $$rc; }; \
-	beside=; \
+	stage() { s=$$1; shift; $(TEST_SUMMARY) stage --results "$(TEST_RESULTS)" $$s -- $(MAKE) --no-print-directory $$s "$$@"; }; \
+	streams=; \
+	join() { rc=0; for j in $$streams; do wait $${j%%:*} || rc=1; \
+	  echo "== the stages run beside the drills ($${j#*:}):"; cat "$(TEST_RESULTS)/$${j#*:}.log"; done; \
+	  streams=; return $$rc; }; \
 	if stage setup; then \
-	  ( for s in $(TEST_BESIDE); do stage $$s || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & beside=$$!; \
+	  ( for s in $(TEST_BESIDE); do stage $$s || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & streams="$$!:beside"; \
 	  for s in $(TEST_LAB); do \
 	    if [ $$s = $(TEST_JOIN) ]; then join || break; fi; \
+	    if [ $$s = lab-up ]; then stage lab-up LAB_CLUSTERS=2 || break; \
+	      ( for t in $(TEST_ON_2); do KAIOPS_LAB_CLUSTER=2 KAIOPS_EVIDENCE_ROOT="$(TEST_RESULTS)/evidence-cluster-2" stage $$t || exit 1; done \
+	      ) > "$(TEST_RESULTS)/cluster-2.log" 2>&1 & streams="$$streams $$!:cluster-2"; continue; fi; \
+	    if [ $$s = molecule ]; then stage molecule MOLECULE_SKIP="default $(MOLECULE_ON_2)" || break; continue; fi; \
 	    stage $$s || break; \
 	  done; \
 	fi; \
@@ -164,10 +174,10 @@ molecule: venv ## Molecule scenarios against the running lab (all of them but th
 	@# the lab's kubectl and helm first on PATH: scenarios install KAI builds through helm
 	$(call molecule_each,$(MOLECULE_SCENARIOS))
 
-# Drills that can run on another cluster of the lab beside the others (the longest; it switches
-# nothing else and reads its own bundles): KAIOPS_LAB_CLUSTER=2 make molecule-2 with a lab of two
+# make test's drills on cluster 2 (beside the others on cluster 1: the longest, which switches
+# nothing on cluster 1 and reads its own bundles); run alone: KAIOPS_LAB_CLUSTER=2 make molecule-2
 MOLECULE_ON_2 = drill_field_faults
-molecule-2: venv ## the drills of MOLECULE_ON_2 on the cluster KAIOPS_LAB_CLUSTER picks (a lab of two: LAB_CLUSTERS=2)
+molecule-2: venv ## the drills make test runs on cluster 2 (MOLECULE_ON_2), on the cluster KAIOPS_LAB_CLUSTER picks
 	$(call molecule_each,$(MOLECULE_ON_2))
 
 # The fleet's further clusters come up beside a running cluster 1 (which up leaves as it is);

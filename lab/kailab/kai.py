@@ -58,6 +58,7 @@ ROLLOUT_TIMEOUT_S = 180
 # installs the operator; a post-install/post-upgrade hook applies Config kai-config; the
 # operator makes these Deployments, owned by kai-config, and reports on kai-config's status.
 OPERATOR = "kai-operator"
+ADMISSION_SERVICE = "admission"
 CONFIG = "configs.kai.scheduler/kai-config"
 COMPONENTS = (
     "admission",
@@ -498,10 +499,11 @@ def components_rolled_out(lab) -> bool:
     return all(n in deps and rolled_out(deps[n]) for n in (OPERATOR, *COMPONENTS))
 
 
-def _kubectl_wait(lab, what: str, condition: str, left: float, *namespace: str) -> None:
+def _kubectl_wait(lab, what: str, condition: str, left: float, *scope: str) -> None:
+    """kubectl wait (a watch), bounded; ``scope``: the flags that pick the objects (-n, -l)."""
     proc = lab.kubectl(
         "wait",
-        *(["-n", *namespace] if namespace else []),
+        *scope,
         what,
         f"--for={condition}",
         f"--timeout={max(1.0, left):.0f}s",
@@ -522,7 +524,7 @@ def wait_operator(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> dict:
     _kubectl_wait(lab, CONFIG, "create", left())
     for name in COMPONENTS:
         # the operator makes them
-        _kubectl_wait(lab, f"deployment/{name}", "create", left(), NAMESPACE)
+        _kubectl_wait(lab, f"deployment/{name}", "create", left(), "-n", NAMESPACE)
     created_s = time.monotonic() - started
     while True:
         gen = ((config(lab) or {}).get("metadata") or {}).get("generation")
@@ -540,6 +542,18 @@ def wait_operator(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> dict:
         if left() <= 0:
             raise LabError(f"Failed to see {CONFIG} reconciled: {json.dumps(config(lab))[:400]}")
     wait_rolled_out(lab, max(1.0, left()), names=COMPONENTS)  # what runs, read from what runs
+    # The admission pod is Ready before its Service routes to it; the webhook is failurePolicy
+    # Fail, so until then the API server refuses every pod for KAI (the next stage's first pod).
+    _kubectl_wait(
+        lab,
+        "endpointslices",
+        "jsonpath={.endpoints[0].conditions.ready}=true",
+        left(),
+        "-n",
+        NAMESPACE,
+        "-l",
+        f"kubernetes.io/service-name={ADMISSION_SERVICE}",
+    )
     return {
         "operator_s": round(operator_s, 1),
         "components_created_s": round(created_s, 1),

@@ -46,7 +46,7 @@ class Kube:
 
 @pytest.fixture(scope="session")
 def lab() -> Lab:
-    # KAIOPS_LAB_CLUSTER picks another cluster of a fleet lab (default 1, the lab make test uses)
+    # KAIOPS_LAB_CLUSTER: make test runs this suite on cluster 2 of its lab, beside the drills
     lab = Lab(LabConfig.selected(), log=lambda _m: None)
     if not lab.cfg.kubeconfig.exists():
         pytest.fail("the lab is not up: run `make lab-up` (make test does it for you)")

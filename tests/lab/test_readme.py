@@ -75,8 +75,8 @@ def failed_run_excerpt(output: str, limit: int = 3000) -> str:
 def test_readme_commands_run_in_order_from_a_fresh_shell():
     script = "set -e\n" + "\n".join(f"echo '+ {c}'\n{c}" for c in readme_commands())
     env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"}
-    # Which of the lab's clusters and which evidence root, when the caller says (the suite run
-    # on another cluster with an evidence root of its own, beside drills that read evidence/latest)
+    # Which of the lab's clusters and which evidence root, when make test says (this suite runs
+    # on cluster 2 beside the drills on cluster 1, which read evidence/latest): nothing else.
     env.update({k: os.environ[k] for k in PASSED if k in os.environ})
     proc = subprocess.run(
         ["bash", "--noprofile", "--norc", "-c", script],
