@@ -210,7 +210,8 @@ def webhook_states(configurations, namespace):
                 continue
             out.append(
                 {
-                    "configuration": "%s/%s" % (cfg.get("kind"), (cfg.get("metadata") or {}).get("name")),
+                    "configuration": "%s/%s"
+                    % (cfg.get("kind"), (cfg.get("metadata") or {}).get("name")),
                     "webhook": hook.get("name"),
                     "service": "%s/%s" % (namespace, service.get("name")),
                     "failure_policy": hook.get("failurePolicy", "Fail"),
