@@ -60,7 +60,7 @@ func (b *Binder) Bind(ctx context.Context, pod *corev1.Pod, node *corev1.Node, b
 		for _, g := range br.Spec.SelectedGPUGroups {
 			id, err := b.Reservation.Reserve(ctx, pod, node.Name, g)
 			if err != nil {
-				return fmt.Errorf("failed to reserve GPUs for pod %s/%s in gpu group %s: %w", pod.Namespace, pod.Name, g, err)
+				return fmt.Errorf("failed to reserve GPUs for pod <%s/%s> in gpu group <%s>: %w", pod.Namespace, pod.Name, g, err)
 			}
 			devices = append(devices, id)
 		}

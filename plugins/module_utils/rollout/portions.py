@@ -61,6 +61,23 @@ def bindrequest_portions(bindrequests):
     return out
 
 
+def bound_groups(bindrequests):
+    """{(namespace, pod): GPU group} from each pod's BindRequest that succeeded: the group its
+    portion was reserved in. KAI's binder can leave a failed attempt's group label on the pod
+    after the scheduler's retry bound it in another group (real KAI, 2026-12-07: the label said
+    the first group, the successful BindRequest and the reservation another device), so the
+    label alone puts the pod on a device it never held."""
+    out = {}
+    for item in bindrequests or []:
+        obj = item.get("object", item) if isinstance(item, dict) else {}
+        spec = obj.get("spec") or {}
+        groups = spec.get("selectedGPUGroups") or []
+        succeeded = (obj.get("status") or {}).get("phase") == "Succeeded"
+        if spec.get("podName") and succeeded and len(groups) == 1:
+            out[(_meta(obj).get("namespace"), spec["podName"])] = groups[0]
+    return out
+
+
 def pod_portion(pod, by_bindrequest):
     meta = _meta(pod)
     found = by_bindrequest.get((meta.get("namespace"), meta.get("name")))
@@ -150,6 +167,9 @@ def device_portions(pod_records, bindrequests, reservations, others=None):
     count then)."""
     by_br = bindrequest_portions(bindrequests)
     held = intervals(pod_records)
+    bound = bound_groups(bindrequests)
+    for name, h in held.items():
+        h["group"] = bound.get((_meta(h["pod"]).get("namespace"), name), h["group"])
     group_devices = devices(reservations)
     unknown = sorted(n for n, h in held.items() if pod_portion(h["pod"], by_br) is None)
     groups = {h["group"] for h in held.values()}

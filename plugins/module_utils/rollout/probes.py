@@ -35,7 +35,7 @@ GPU = "nvidia.com/gpu"
 PHASES = ("baseline", "verify", "soak", "rollback")
 KWOK_TOLERATIONS = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 KWOK_PLACEMENT = {"spec": {"nodeSelector": {"type": "kwok"}, "tolerations": KWOK_TOLERATIONS}}
-# Failed binds a healthy KAI makes and retries: (reason's start, why). A probe's failed attempt
+# Failed binds a healthy KAI makes and retries: (text in the reason, why). A probe's failed attempt
 # with such a reason, followed by its bind within the window, is listed as retried, not counted
 # as a failed bind; one whose probe never bound counts. The binder serialises binds per GPU group
 # but reads the group's reservation pod from its informer cache, which can still lack the GPU
@@ -339,8 +339,10 @@ def _probe_row(st, pods, brs, reasons, retried):
     for a in tries:
         if a["failed_at"] is not None:
             reason = a["reason"] or "(no reason)"
-            raced = hist["bound"] is not None and reason.startswith(
-                tuple(start for start, _why in RETRIED_RACES)
+            # anywhere in the reason: KAI's binder wraps it ("failed to reserve GPUs for pod
+            # <ns/pod> in gpu group <g>: failed to find annotation ...", real KAI 2026-12-07)
+            raced = hist["bound"] is not None and any(
+                text in reason for text, _why in RETRIED_RACES
             )
             into = retried if raced else reasons
             into[reason] = into.get(reason, 0) + 1

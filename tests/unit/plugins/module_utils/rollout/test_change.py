@@ -945,3 +945,20 @@ def test_a_rehearsal_on_another_implementation_does_not_count():
     assert rejected[0]["problem"] == "rehearsed on KAI stand-in, this change runs on KAI"
     cited = C.find_rehearsal(runs, "lab", dict(pair, implementation="KAI stand-in"))[0]
     assert cited["bundle"] == "b1"
+
+
+def test_the_race_wrapped_by_kai_s_binder_is_retried_when_the_probe_bound():
+    # Real KAI, 2026-12-07: the binder wraps the cache race in its reservation error; the probe
+    # bound on the scheduler's retry, so the attempt is retried, not a failed bind.
+    race = (
+        "failed to reserve GPUs for pod <ns/probe-kwok-00> in gpu group <g0>: failed to find "
+        "annotation on reservation pod gpu-reservation-390fd55ad101b6b9"
+    )
+    states = [{"name": "probe-kwok-00", "kind": "kwok", "submitted_t": 10.0}]
+    records = {
+        "pods": [pod_rec(12.0, "probe-kwok-00", node="kwok-0", phase="Running", group="g1")],
+        "bindrequests": [_failed_br(10.5, "probe-kwok-00", race, "br0")],
+    }
+    out = P.figures(records, states, 300, False, {})["failed_bindrequests"]
+    assert out["count"] == 0
+    assert out["retried"] == {"count": 1, "reasons": {race: 1}}
