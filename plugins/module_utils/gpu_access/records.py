@@ -331,7 +331,7 @@ def kai_view(name, snapshots, spec_env):
     env = spec_env or {}
     if "NVIDIA_VISIBLE_DEVICES" not in env:
         env = next((st.get("env") for st in states if st.get("env")), {}) or {}
-    group = next((st["gpu_group"] for st in states if st.get("gpu_group")), None)
+    labelled = next((st["gpu_group"] for st in states if st.get("gpu_group")), None)
     cm_name = (env.get("NVIDIA_VISIBLE_DEVICES") or {}).get("configmap")
     cm_seen = next((s["configmaps"] for s in seen if cm_name in (s.get("configmaps") or {})), None)
     pod_group = next(
@@ -341,10 +341,18 @@ def kai_view(name, snapshots, spec_env):
     bind_requests = [
         s["bind_requests"][name] for s in seen if name in (s.get("bind_requests") or {})
     ]
-    groups = [group] + [g for br in bind_requests for g in br.get("groups") or []]
+    # the group a successful BindRequest names, the label's only without one (facts.gpu_group:
+    # KAI can leave a failed attempt's label on a pod its retry bound in another group)
+    bound = [
+        br["groups"][0]
+        for br in bind_requests
+        if br.get("phase") == "Succeeded" and len(br.get("groups") or []) == 1
+    ]
+    group = bound[-1] if bound else labelled
+    groups = [group, labelled] + [g for br in bind_requests for g in br.get("groups") or []]
     reservation = None
-    for s in seen:
-        for g in groups:
+    for g in groups:  # the pod's own group first, in every observation
+        for s in seen:
             found = (s.get("reservations") or {}).get(g)
             if found and (
                 reservation is None or (found.get("device") and not reservation.get("device"))

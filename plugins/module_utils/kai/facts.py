@@ -197,6 +197,39 @@ def is_gpu_sharing_configmap(obj):
     )
 
 
+def bound_gpu_groups(bindrequests):
+    """{(namespace, pod): GPU group} from each pod's BindRequest that succeeded: the group its
+    portion was reserved in. ``bindrequests``: objects, or watch records ({"object": ...})."""
+    out = {}
+    for item in bindrequests or []:
+        obj = item.get("object", item) if isinstance(item, dict) else {}
+        spec = obj.get("spec") or {}
+        groups = spec.get("selectedGPUGroups") or []
+        succeeded = (obj.get("status") or {}).get("phase") == "Succeeded"
+        if spec.get("podName") and succeeded and len(groups) == 1:
+            out[(meta(obj).get("namespace"), spec["podName"])] = groups[0]
+    return out
+
+
+def gpu_group(pod, bound):
+    """The GPU group a pod was bound in: its successful BindRequest's (``bound``, from
+    bound_gpu_groups), its label's only without one. KAI's binder can leave a failed attempt's
+    ``runai-gpu-group`` label on a pod that the scheduler's retry bound in another group (real
+    KAI, 2026-12-07: the label named the first group through Running, the successful
+    BindRequest and the reservation another device)."""
+    found = bound.get((meta(pod).get("namespace"), meta(pod).get("name")))
+    return found or labels(pod).get(GPU_GROUP_LABEL)
+
+
+def held_gpu_groups(pod, bound):
+    """Every GPU group a pod may hold: its successful BindRequest's and its label's. What
+    decides that a group is in use (a reservation pod is stale, a probe left one behind) reads
+    both, so that a stale label never makes a held reservation look unused."""
+    found = bound.get((meta(pod).get("namespace"), meta(pod).get("name")))
+    label = labels(pod).get(GPU_GROUP_LABEL)
+    return {g for g in (found, label) if g}
+
+
 def fraction_pods(pods):
     """The pods on the fraction path: a fraction, memory or shared ConfigMap annotation."""
     return [p for p in pods if any(a in annotations(p) for a in FRACTION_ANNOTATIONS)]

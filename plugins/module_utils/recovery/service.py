@@ -28,9 +28,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import
     parse_time,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
-    GPU_GROUP_LABEL,
     RESERVATION_NAMESPACE,
-    labels,
+    bound_gpu_groups,
+    held_gpu_groups,
     meta,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.findings import (
@@ -289,15 +289,11 @@ def _observed(raw, interventions, now, reservation_namespace):
             if meta(obj).get("uid"):
                 by_uid[meta(obj)["uid"]] = obj
     groups_in_use = {}
+    bound = bound_gpu_groups(raw.get("bind_requests"))
     for p in pods:
-        group = labels(p).get(GPU_GROUP_LABEL)
-        if (
-            group
-            and is_bound(p)
-            and is_live(p)
-            and meta(p).get("namespace") != reservation_namespace
-        ):
-            groups_in_use.setdefault(group, p)
+        if is_bound(p) and is_live(p) and meta(p).get("namespace") != reservation_namespace:
+            for group in sorted(held_gpu_groups(p, bound)):
+                groups_in_use.setdefault(group, p)
     deleted = {}
     for item in interventions or []:
         if item.get("outcome") == "deleted":

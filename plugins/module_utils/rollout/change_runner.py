@@ -34,6 +34,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import parse_time
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
     FixtureClient,
     Recorder,
@@ -495,15 +496,21 @@ class ProbeRun(object):
             if (pod.get("metadata") or {}).get("namespace")
             not in (self.namespace, self.p["reservation_namespace"])
         ]
-        brs = list(records.get("bindrequests") or [])
-        try:
-            brs += self.client.list("scheduling.run.ai/v1alpha2", "BindRequest")
-        except KaiopsError as exc:
-            self.notes.append("BindRequests not read: %s" % exc.msg)
+        brs = list(records.get("bindrequests") or []) + self._cluster_bindrequests()
         reservations = list(records.get("reservations") or []) + self.client.list(
             "v1", "Pod", self.p["reservation_namespace"]
         )
         return PT.device_portions(records.get("pods") or [], brs, reservations, others)
+
+    def _cluster_bindrequests(self):
+        """Every BindRequest of the cluster; none (and a note) when they cannot be read."""
+        try:
+            return self.client.list(*F.BIND_REQUEST)
+        except KaiopsError as exc:
+            note = "BindRequests not read: %s" % exc.msg
+            if note not in self.notes:  # read again at each poll of a wait
+                self.notes.append(note)
+            return []
 
     def _close_watches(self, rec, initial):
         """(records, binder restarts, binder log files): the watches' records, then stopped."""
@@ -525,12 +532,13 @@ class ProbeRun(object):
             (a probe may have joined another workload's group)."""
             del left[:]
             users = P.groups_in_use(
-                self.client.list("v1", "Pod", label_selector="runai-gpu-group"),
+                self.client.list("v1", "Pod", label_selector=F.GPU_GROUP_LABEL),
                 self.p["reservation_namespace"],
+                self._cluster_bindrequests(),
             )
             for pod in self.client.list("v1", "Pod", self.p["reservation_namespace"]):
                 meta = pod.get("metadata") or {}
-                group = (meta.get("labels") or {}).get("runai-gpu-group")
+                group = (meta.get("labels") or {}).get(F.GPU_GROUP_LABEL)
                 if group in groups and group not in users and meta.get("uid") not in reserved:
                     left.append(meta["name"])
             return not left
@@ -587,7 +595,11 @@ class ProbeRun(object):
             records, binder, logs = self._close_watches(rec, initial)
         portions = self._portions(records)
         auth = self._auth_refusals(started_wall)
-        groups = P.probe_groups(records.get("pods") or [], {s["name"] for s in states})
+        groups = P.probe_groups(
+            records.get("pods") or [],
+            {s["name"] for s in states},
+            records.get("bindrequests") or [],
+        )
         self.client.delete_namespace(self.namespace)
         self._wait(
             lambda: self._ns_gone(self.namespace), 120, "namespace %s to go" % self.namespace

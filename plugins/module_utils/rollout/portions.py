@@ -61,23 +61,6 @@ def bindrequest_portions(bindrequests):
     return out
 
 
-def bound_groups(bindrequests):
-    """{(namespace, pod): GPU group} from each pod's BindRequest that succeeded: the group its
-    portion was reserved in. KAI's binder can leave a failed attempt's group label on the pod
-    after the scheduler's retry bound it in another group (real KAI, 2026-12-07: the label said
-    the first group, the successful BindRequest and the reservation another device), so the
-    label alone puts the pod on a device it never held."""
-    out = {}
-    for item in bindrequests or []:
-        obj = item.get("object", item) if isinstance(item, dict) else {}
-        spec = obj.get("spec") or {}
-        groups = spec.get("selectedGPUGroups") or []
-        succeeded = (obj.get("status") or {}).get("phase") == "Succeeded"
-        if spec.get("podName") and succeeded and len(groups) == 1:
-            out[(_meta(obj).get("namespace"), spec["podName"])] = groups[0]
-    return out
-
-
 def pod_portion(pod, by_bindrequest):
     meta = _meta(pod)
     found = by_bindrequest.get((meta.get("namespace"), meta.get("name")))
@@ -167,7 +150,8 @@ def device_portions(pod_records, bindrequests, reservations, others=None):
     count then)."""
     by_br = bindrequest_portions(bindrequests)
     held = intervals(pod_records)
-    bound = bound_groups(bindrequests)
+    # placed by the BindRequest that succeeded, the label only without one (F.gpu_group)
+    bound = F.bound_gpu_groups(bindrequests)
     for name, h in held.items():
         h["group"] = bound.get((_meta(h["pod"]).get("namespace"), name), h["group"])
     group_devices = devices(reservations)
@@ -189,7 +173,7 @@ def device_portions(pod_records, bindrequests, reservations, others=None):
                 keys = group_devices.get(h["group"]) or {"group/%s" % h["group"]}
                 _add(sums, keys, portion, name)
         if t is None:
-            _others(sums, others, groups, group_devices, by_br, unknown)
+            _others(sums, others, groups, group_devices, by_br, unknown, bound)
         for key, item in sums.items():
             if item["portion"] > worst["portion"] + EPSILON:
                 worst = dict(item, device=key, at=t)
@@ -209,11 +193,11 @@ def device_portions(pod_records, bindrequests, reservations, others=None):
     }
 
 
-def _others(sums, others, groups, group_devices, by_br, unknown):
+def _others(sums, others, groups, group_devices, by_br, unknown, bound):
     """Live pods outside the probes in the probes' groups, at the end of the window."""
     for pod in others or []:
         meta = _meta(pod)
-        group = (meta.get("labels") or {}).get(GROUP_LABEL)
+        group = F.gpu_group(pod, bound)
         name = "%s/%s" % (meta.get("namespace"), meta.get("name"))
         if group not in groups or _ended(pod, None):
             continue

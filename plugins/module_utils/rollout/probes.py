@@ -296,32 +296,38 @@ def pending_work(pods, now_wall, parse_time, scheduler="kai-scheduler"):
     }
 
 
-def groups_in_use(pods, reservation_namespace):
-    """GPU groups a live pod with a node uses, outside the reservation namespace."""
+def groups_in_use(pods, reservation_namespace, bindrequests=()):
+    """GPU groups a live pod with a node may hold (its label's and its successful
+    BindRequest's, F.held_gpu_groups), outside the reservation namespace."""
+    bound = F.bound_gpu_groups(bindrequests)
     used = set()
     for pod in pods:
         meta = _meta(pod)
-        group = (meta.get("labels") or {}).get("runai-gpu-group")
         phase = (pod.get("status") or {}).get("phase")
         if (
-            group
-            and meta.get("namespace") != reservation_namespace
+            meta.get("namespace") != reservation_namespace
             and (pod.get("spec") or {}).get("nodeName")
             and phase not in ("Succeeded", "Failed")
             and not meta.get("deletionTimestamp")
         ):
-            used.add(group)
+            used |= F.held_gpu_groups(pod, bound)
     return used
 
 
-def probe_groups(records, names):
+def probe_groups(records, names, bindrequests=()):
+    """The GPU groups the probes were given: every group a probe's label named, and every group
+    a probe's BindRequest selected (a failed attempt's included: its reservation may stay)."""
     groups = set()
     for rec in records:
         obj = rec["object"]
         if _meta(obj).get("name") in names:
-            group = (_meta(obj).get("labels") or {}).get("runai-gpu-group")
+            group = (_meta(obj).get("labels") or {}).get(F.GPU_GROUP_LABEL)
             if group:
                 groups.add(group)
+    for rec in bindrequests:
+        spec = rec.get("object", rec).get("spec") or {}
+        if spec.get("podName") in names:
+            groups.update(spec.get("selectedGPUGroups") or [])
     return groups
 
 
@@ -358,7 +364,7 @@ def _probe_row(st, pods, brs, reasons, retried):
         "submit_to_completed_s": since(hist["succeeded"]),
         "attempts": len(tries),
         "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
-        "gpu_group": (_meta(last).get("labels") or {}).get("runai-gpu-group"),
+        "gpu_group": F.gpu_group(last, F.bound_gpu_groups(brs)),
         "set": st.get("set") or "probe",
         "gang": st.get("gang"),
     }

@@ -37,6 +37,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     RESERVE_INDEX_ANNOTATION,
     SHARED_CM_ANNOTATION,
     annotations,
+    bound_gpu_groups,
+    gpu_group,
+    held_gpu_groups,
     labels,
     meta,
     on_sharing_path,
@@ -105,11 +108,12 @@ def _devices_read(pod, configmaps):
     return out
 
 
-def _devices_read_by_group(pods, configmaps, reservation_namespace):
-    """GPU group -> the device IDs its live bound pods (outside the reservation namespace) read."""
+def _devices_read_by_group(pods, configmaps, reservation_namespace, bound):
+    """GPU group -> the device IDs its live bound pods (outside the reservation namespace) read;
+    a pod's group is the one its successful BindRequest names (``gpu_group``)."""
     out = {}
     for pod in pods:
-        group = labels(pod).get(GPU_GROUP_LABEL)
+        group = gpu_group(pod, bound)
         if not group or not is_bound(pod) or not is_live(pod):
             continue
         if meta(pod).get("namespace") != reservation_namespace:
@@ -142,15 +146,13 @@ class Context(object):
         }.get(access.get("bind_requests"))
         self.pods_by_key = {key(p): p for p in self.pods}
         self.pods_by_uid = {meta(p).get("uid"): p for p in self.pods if meta(p).get("uid")}
-        # GPU groups that a live, bound pod (not a reservation pod) still uses.
-        self.groups_in_use = {
-            labels(p)[GPU_GROUP_LABEL]
-            for p in self.pods
-            if GPU_GROUP_LABEL in labels(p)
-            and is_bound(p)
-            and is_live(p)
-            and meta(p).get("namespace") != reservation_namespace
-        }
+        # GPU groups that a live, bound pod (not a reservation pod) still uses: by its label
+        # and by its successful BindRequest, which differ when KAI left a stale label.
+        bound = bound_gpu_groups(self.bind_requests)
+        self.groups_in_use = set()
+        for p in self.pods:
+            if is_bound(p) and is_live(p) and meta(p).get("namespace") != reservation_namespace:
+                self.groups_in_use |= held_gpu_groups(p, bound)
         self.failed_brs = [
             b for b in self.bind_requests if (b.get("status") or {}).get("phase") == "Failed"
         ]
@@ -170,7 +172,7 @@ class Context(object):
         # GPU group -> the device IDs its live bound pods read: which of two reservation pods
         # of a group the work uses
         self.devices_read = _devices_read_by_group(
-            self.pods, self.configmaps, reservation_namespace
+            self.pods, self.configmaps, reservation_namespace, bound
         )
         self.failed_groups = {}  # group -> classification of the failed bind that left it
         self.failed_pods = {}  # pod uid -> its failed_bind finding
@@ -466,7 +468,8 @@ def rule_stale_reservation_pod(pod, ctx):
     if age is None or age < ctx.min_age_s:
         return None
     evidence = [
-        "label %s=%s; no live bound pod carries this group" % (GPU_GROUP_LABEL, group),
+        "label %s=%s; no live bound pod carries this group or was bound in it"
+        % (GPU_GROUP_LABEL, group),
         "age %ds >= %ds (kai_recovery_min_age_s)" % (int(age), ctx.min_age_s),
     ]
     if RESERVE_INDEX_ANNOTATION in annotations(pod):

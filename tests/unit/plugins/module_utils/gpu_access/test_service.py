@@ -450,6 +450,32 @@ def test_case_snapshot_leaves_out_other_configmaps_and_reservation_pods():
     assert snap["reservations"] == {}
 
 
+def test_the_kai_view_takes_the_group_and_reservation_of_the_successful_bindrequest():
+    # Real KAI, 2026-12-07: the first attempt in GROUP_F failed, the retry bound the pod in
+    # "retry-group", and the pod kept GROUP_F's label.
+    pod = fraction_pod("fraction", "fractional", PREFIX_F, GROUP_F)
+    first = observe(
+        "pending",
+        [pod],
+        brs=[bind_request("fraction", GROUP_F, "Failed", "failed to find annotation")],
+        reservations=[reservation_pod(GROUP_F, DEV_A, "gpu-reservation-first")],
+    )
+    again = observe(
+        "running",
+        [dict(pod, status={"phase": "Running"})],
+        brs=[bind_request("fraction", "retry-group")],
+        reservations=[
+            reservation_pod(GROUP_F, DEV_A, "gpu-reservation-first"),
+            reservation_pod("retry-group", DEV_B, "gpu-reservation-retry"),
+        ],
+    )
+    view = records.kai_view("fraction", [first, again], {})
+    assert view["gpu_group"] == "retry-group" and view["bind_failed"]
+    assert (view["reservation"]["group"], view["reservation"]["device"]) == ("retry-group", DEV_B)
+    # without a successful BindRequest, the label's group
+    assert records.kai_view("fraction", [first], {})["gpu_group"] == GROUP_F
+
+
 def test_pod_record_reads_the_sharing_environment_and_runai_num_of_gpus():
     (rec_,) = fractional_records()
     assert rec_["visible"]["RUNAI_NUM_OF_GPUS"] == "0.50"

@@ -332,6 +332,63 @@ def test_find_min_age_spares_a_bind_in_progress():
     assert "stale_reservation_pod" not in kinds and "orphan_configmap" not in kinds
 
 
+def stale_label_cluster():
+    """ok-0 bound in g2 by its successful BindRequest, but labelled g3: the label of a failed
+    attempt that KAI's binder left (real KAI, 2026-12-07); g3's reservation pod is unused."""
+    objects = copy.deepcopy(CLUSTER)
+    for obj in objects:
+        if obj["metadata"]["name"] == "ok-0":
+            obj["metadata"]["labels"] = {"runai-gpu-group": "g3"}
+    objects += [
+        {
+            "apiVersion": "scheduling.run.ai/v1alpha2",
+            "kind": "BindRequest",
+            "metadata": {"name": "ok-0-br", "namespace": "team-a", "uid": "uid-ok-br"},
+            "spec": {"podName": "ok-0", "selectedGPUGroups": ["g2"]},
+            "status": {"phase": "Succeeded"},
+        },
+        pod(
+            "gpu-reservation-g4",
+            ns="kai-resource-reservation",
+            node="node-2",
+            phase="Running",
+            labels={"runai-gpu-group": "g4"},
+        ),
+    ]
+    return objects
+
+
+def test_a_reservation_held_by_its_pod_s_bindrequest_is_not_stale_whatever_the_label():
+    _raw, result, _client = found(stale_label_cluster())
+    stale = sorted(f["id"] for f in result["findings"] if f["kind"] == "stale_reservation_pod")
+    # g2 is held (the successful BindRequest), g3 is excused by the label it may still hold;
+    # g4's reservation pod is stale, and g1's (the failed bind's) as before
+    assert stale == [
+        "stale_reservation_pod:kai-resource-reservation/gpu-reservation-g1",
+        "stale_reservation_pod:kai-resource-reservation/gpu-reservation-g4",
+    ]
+
+
+def test_observe_counts_a_group_used_again_by_a_pod_s_bindrequest():
+    raw, result, _client = found(stale_label_cluster())
+    after = copy.deepcopy(raw)
+    for p in after["pods"]:
+        if p["metadata"]["name"] == "ok-0":
+            p["metadata"]["labels"] = {"runai-gpu-group": "g3"}
+    after["bind_requests"].append(
+        {
+            "metadata": {"name": "ok-0-br2", "namespace": "team-a", "uid": "uid-ok-br2"},
+            "spec": {"podName": "ok-0", "selectedGPUGroups": ["g4"]},
+            "status": {"phase": "Succeeded"},
+        }
+    )
+    obs = observe(result["findings"], after, [], now=NOW)
+    verdicts = {o["finding"]: o["verdict"] for o in obs["outcomes"]}
+    assert verdicts["stale_reservation_pod:kai-resource-reservation/gpu-reservation-g4"] == (
+        "recovered"
+    )
+
+
 def second_reservation_pod(created=OLD, uid=None):
     """KAI-Scheduler #1673's state: a second live reservation pod for group g2 (pre-v0.16.0
     name), beside CLUSTER's gpu-reservation-g2."""
