@@ -14,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kaiops.dev/lab/kai-standin/admission"
+	"kaiops.dev/lab/kai-standin/podgroupctl"
+	"kaiops.dev/lab/kai-standin/queuectl"
 )
 
 // Labels and names the operator writes.
@@ -32,15 +36,15 @@ const (
 
 // The API versions KAI's operator registers a validating webhook for, one configuration
 // each, and the webhooks' names and paths (the paths controller-runtime derives from
-// group, version and kind, where KAI's components serve them).
+// group, version and kind; the packages that serve them hold them).
 const (
 	PodGroupVersion     = "v2alpha2"
 	QueueVersion        = "v2"
 	PodGroupWebhookName = "podgroup-validation.kai.scheduler"
 	QueueWebhookName    = "queue-validation.kai.scheduler"
-	PodGroupPath        = "/validate-scheduling-run-ai-" + PodGroupVersion + "-podgroup"
-	QueuePath           = "/validate-scheduling-run-ai-" + QueueVersion + "-queue"
-	TopologyPath        = "/validate-kai-scheduler-v1alpha1-topology"
+	PodGroupPath        = podgroupctl.WebhookPath
+	QueuePath           = queuectl.WebhookPath
+	TopologyPath        = admission.TopologyPath
 )
 
 // WebhookService is a Service that serves webhooks and the Secret that keeps its
@@ -418,7 +422,7 @@ func (s Spec) webhooks(in Inputs) []client.Object {
 		Name: "scheduler-name-match", Expression: fmt.Sprintf("object.spec.schedulerName == '%s'", s.Global.SchedulerName),
 	}}
 	host := WebhookServiceHost(s)
-	mut := s.hook(host, "admission", "/mutate--v1-pod", a.Webhook.Port, in)
+	mut := s.hook(host, "admission", admission.MutatePath, a.Webhook.Port, in)
 	mutating := &admissionv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: s.meta(a.MutatingWebhookConfigurationName, "", "admission", in),
@@ -430,7 +434,7 @@ func (s Spec) webhooks(in Inputs) []client.Object {
 			NamespaceSelector:  selector, MatchConditions: match,
 		}},
 	}
-	pods := s.hook(host, "admission", "/validate--v1-pod", a.Webhook.Port, in).
+	pods := s.hook(host, "admission", admission.ValidatePath, a.Webhook.Port, in).
 		validating(rule("", "v1", "pods", admissionv1.NamespacedScope, admissionv1.Create, admissionv1.Update))
 	pods.NamespaceSelector, pods.MatchConditions = selector, match
 	// topologies are cluster-scoped and no pods: neither the pod selectors nor the match
