@@ -58,7 +58,8 @@ ROLLOUT_TIMEOUT_S = 180
 # installs the operator; a post-install/post-upgrade hook applies Config kai-config; the
 # operator makes these Deployments, owned by kai-config, and reports on kai-config's status.
 OPERATOR = "kai-operator"
-ADMISSION_SERVICE = "admission"
+# the Services behind KAI's webhooks (pods and topologies, PodGroups, Queues)
+WEBHOOK_SERVICES = ("admission", "podgroup-controller", "queue-controller")
 CONFIG = "configs.kai.scheduler/kai-config"
 COMPONENTS = (
     "admission",
@@ -542,18 +543,20 @@ def wait_operator(lab, timeout: float = ROLLOUT_TIMEOUT_S) -> dict:
         if left() <= 0:
             raise LabError(f"Failed to see {CONFIG} reconciled: {json.dumps(config(lab))[:400]}")
     wait_rolled_out(lab, max(1.0, left()), names=COMPONENTS)  # what runs, read from what runs
-    # The admission pod is Ready before its Service routes to it; the webhook is failurePolicy
-    # Fail, so until then the API server refuses every pod for KAI (the next stage's first pod).
-    _kubectl_wait(
-        lab,
-        "endpointslices",
-        "jsonpath={.endpoints[0].conditions.ready}=true",
-        left(),
-        "-n",
-        NAMESPACE,
-        "-l",
-        f"kubernetes.io/service-name={ADMISSION_SERVICE}",
-    )
+    # A pod is Ready before its Service routes to it; the webhooks are failurePolicy Fail, so
+    # until then the API server refuses every pod for KAI (the next stage's first pod), and
+    # every PodGroup and Queue (KAI's podgroup-controller and queue-controller serve those).
+    for service in WEBHOOK_SERVICES:
+        _kubectl_wait(
+            lab,
+            "endpointslices",
+            "jsonpath={.endpoints[0].conditions.ready}=true",
+            left(),
+            "-n",
+            NAMESPACE,
+            "-l",
+            f"kubernetes.io/service-name={service}",
+        )
     return {
         "operator_s": round(operator_s, 1),
         "components_created_s": round(created_s, 1),

@@ -19,6 +19,26 @@ from kailab import images, kai
 KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
 NIL_MAP = "assignment to entry in nil map"
 KEYS = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
+# KAI's webhooks (CONTRACT.md, "The real KAI on the lab, 2026-12-07: its webhooks"): the
+# Services behind them with their certificates' Secrets, the validating configurations
+WEBHOOK_SERVICES = kai.WEBHOOK_SERVICES
+WEBHOOK_SECRETS = (
+    "kai-admission-webhook-tls-secret",
+    "podgroup-webhook-tls-secret",
+    "queue-webhook-tls-secret",
+)
+VALIDATING = (
+    "validating-kai-admission",
+    "kai-podgroup-validation-v2alpha2",
+    "kai-queue-validation-v2",
+)
+KAI_WEBHOOKS = (
+    f"admission.{kai.NAMESPACE}.svc",
+    f"admission.{kai.NAMESPACE}.svc",
+    f"topology.admission.{kai.NAMESPACE}.svc",
+    "podgroup-validation.kai.scheduler",
+    "queue-validation.kai.scheduler",
+)
 
 
 def fraction_pod(
@@ -279,13 +299,11 @@ def test_kai_install_shape_is_operator_and_hooks(kube, lab, started_with):
         [kube.json("get", "deployment", n, "-n", kai.NAMESPACE) for n in kai.COMPONENTS]
         + [
             kube.json("get", "service", n, "-n", kai.NAMESPACE)
-            for n in ("admission", "binder", "kai-scheduler-default")
+            for n in ("admission", "binder", "kai-scheduler-default") + WEBHOOK_SERVICES[1:]
         ]
-        + [
-            kube.json("get", "secret", "kai-admission-webhook-tls-secret", "-n", kai.NAMESPACE),
-            kube.json("get", "mutatingwebhookconfiguration", "mutating-kai-admission"),
-            kube.json("get", "validatingwebhookconfiguration", "validating-kai-admission"),
-        ]
+        + [kube.json("get", "secret", s, "-n", kai.NAMESPACE) for s in WEBHOOK_SECRETS]
+        + [kube.json("get", "mutatingwebhookconfiguration", "mutating-kai-admission")]
+        + [kube.json("get", "validatingwebhookconfiguration", v) for v in VALIDATING]
     )
     for obj in owned:
         meta = obj["metadata"]
@@ -308,10 +326,36 @@ def test_kai_install_shape_is_operator_and_hooks(kube, lab, started_with):
         "DependenciesFulfilled": ("True", "dependencies_fulfilled"),
         "Ready": ("True", "ready"),
     }
-    # the webhook serving certificate is the operator's, and the webhooks trust it
-    secret = kube.json("get", "secret", "kai-admission-webhook-tls-secret", "-n", kai.NAMESPACE)
-    hook = kube.json("get", "mutatingwebhookconfiguration", "mutating-kai-admission")
-    assert hook["webhooks"][0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    # each webhook Service's serving certificate is the operator's, and the webhooks trust it
+    cas = {
+        svc: kube.json("get", "secret", sec, "-n", kai.NAMESPACE)["data"]["ca.crt"]
+        for svc, sec in zip(WEBHOOK_SERVICES, WEBHOOK_SECRETS, strict=True)
+    }
+    configs = [kube.json("get", "mutatingwebhookconfiguration", "mutating-kai-admission")] + [
+        kube.json("get", "validatingwebhookconfiguration", v) for v in VALIDATING
+    ]
+    hooks = [h for c in configs for h in c["webhooks"]]
+    assert sorted(h["name"] for h in hooks) == sorted(KAI_WEBHOOKS)
+    for h in hooks:
+        assert h["clientConfig"]["caBundle"] == cas[h["clientConfig"]["service"]["name"]], h["name"]
+
+
+def test_kai_webhooks_refuse_as_kai(kube, namespace):
+    """CONTRACT.md, the webhooks section: the queue and PodGroup webhooks, served by the
+    queue-controller and podgroup-controller over TLS, refuse what KAI's refuse."""
+    queue = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue"}
+    queue["metadata"], queue["spec"] = {"name": "no-resources"}, {"parentQueue": "default-queue"}
+    group = {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup"}
+    group["metadata"] = {"name": "bad", "namespace": namespace}
+    group["spec"] = {"minSubGroup": 1, "subGroups": [{"name": "a"}]}
+    for obj, hook, message in (
+        (queue, "queue-validation.kai.scheduler", "resources must be specified"),
+        (group, "podgroup-validation.kai.scheduler", "subgroup a: minMember is required"),
+    ):
+        body = json.dumps(obj)
+        done = kube("create", "--dry-run=server", "-f", "-", input_text=body, check=False)
+        assert done.returncode != 0
+        assert f'admission webhook "{hook}" denied the request: {message}' in done.stderr
 
 
 # ------------------------------------------------------------------ the happy path

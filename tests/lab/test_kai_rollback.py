@@ -163,7 +163,9 @@ def test_uninstall_keeps_crds_queues_shard_namespace_and_install_brings_it_back(
     assert kube("get", "configs.kai.scheduler", "kai-config", check=False).returncode != 0
     assert not kai.deployments(lab)
     for hook in ("mutatingwebhookconfiguration/mutating-kai-admission",
-                 "validatingwebhookconfiguration/validating-kai-admission"):  # fmt: skip
+                 "validatingwebhookconfiguration/validating-kai-admission",
+                 "validatingwebhookconfiguration/kai-podgroup-validation-v2alpha2",
+                 "validatingwebhookconfiguration/kai-queue-validation-v2"):  # fmt: skip
         assert kube("get", hook, check=False).returncode != 0
     result = kai.install(lab, older)
     print(f"helm install {older} after uninstall: {result}")

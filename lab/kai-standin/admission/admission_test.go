@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -389,5 +390,42 @@ func TestHandlers(t *testing.T) {
 				t.Fatalf("validate response = %+v", resp.Result)
 			}
 		})
+	}
+}
+
+// TestTopologyWebhook: KAI's Topology validation refuses duplicated aliases and aliases
+// equal to a nodeLabel, on CREATE and UPDATE, in one message.
+func TestTopologyWebhook(t *testing.T) {
+	cases := []struct {
+		name, levels, refusal string
+	}{
+		{"no aliases", `[{"nodeLabel": "zone"}, {"nodeLabel": "kubernetes.io/hostname"}]`, ""},
+		{"distinct aliases", `[{"nodeLabel": "cloud/block", "alias": "block"}, {"nodeLabel": "cloud/rack", "alias": "rack"}]`, ""},
+		{"duplicated alias", `[{"nodeLabel": "a", "alias": "x"}, {"nodeLabel": "b", "alias": "x"}, {"nodeLabel": "c", "alias": "x"}]`,
+			"invalid topology aliases: aliases must be unique within the topology; duplicated: [x x]"},
+		{"alias equal to a nodeLabel", `[{"nodeLabel": "rack", "alias": "zone"}, {"nodeLabel": "zone", "alias": "z"}]`,
+			"invalid topology aliases: an alias must not equal a nodeLabel; conflicting: [zone]"},
+		{"both, sorted", `[{"nodeLabel": "b", "alias": "y"}, {"nodeLabel": "y", "alias": "b"}, {"nodeLabel": "c", "alias": "b"}]`,
+			"invalid topology aliases: aliases must be unique within the topology; duplicated: [b]; an alias must not equal a nodeLabel; conflicting: [b b y]"},
+	}
+	h := TopologyHandler()
+	for _, tc := range cases {
+		for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+			t.Run(tc.name+"/"+string(op), func(t *testing.T) {
+				obj := []byte(`{"apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology", "spec": {"levels": ` + tc.levels + `}}`)
+				resp := h.Handle(context.Background(), cradmission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+					Operation: op, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: obj},
+				}})
+				if tc.refusal == "" {
+					if !resp.Allowed {
+						t.Fatalf("refused: %+v", resp.Result)
+					}
+					return
+				}
+				if resp.Allowed || resp.Result.Code != http.StatusForbidden || resp.Result.Message != tc.refusal {
+					t.Fatalf("response %v %+v, want %q", resp.Allowed, resp.Result, tc.refusal)
+				}
+			})
+		}
 	}
 }

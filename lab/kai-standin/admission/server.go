@@ -112,7 +112,7 @@ func Main(args []string) error {
 	return Run(ctrl.SetupSignalHandler(), cfg, o, so)
 }
 
-// Run serves both webhooks and blocks until ctx ends. It binds every interface, as
+// Run serves the pod webhooks and the topology webhook and blocks until ctx ends. It binds every interface, as
 // KAI's webhook server does.
 func Run(ctx context.Context, cfg *rest.Config, o Options, so ServerOptions) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -130,6 +130,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, so ServerOptions) err
 	m, v := Handlers(NewPlugins(o))
 	srv.Register(MutatePath, &webhook.Admission{Handler: m})
 	srv.Register(ValidatePath, &webhook.Admission{Handler: v})
+	srv.Register(TopologyPath, &webhook.Admission{Handler: TopologyHandler()})
 	if err := mgr.AddHealthzCheck("healthz", srv.StartedChecker()); err != nil {
 		return err
 	}

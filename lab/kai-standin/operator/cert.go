@@ -15,26 +15,27 @@ import (
 	"time"
 )
 
-// ServingCert is the admission webhook's certificate material, as kept in the Secret.
+// ServingCert is one webhook Service's certificate material, as kept in its Secret.
 type ServingCert struct {
 	Cert, Key, CA []byte // PEM
 }
 
-// Hash names the certificate in the admission pod template, so a new one rolls the pod.
+// Hash names the certificate in the serving pod's template, so a new one rolls the pod.
 func (c ServingCert) Hash() string {
 	sum := sha256.Sum256(c.Cert)
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// certNames are the DNS names the admission Service answers to.
-func certNames(namespace string) []string {
-	svc := "admission." + namespace + ".svc"
-	return []string{"admission", "admission." + namespace, svc, svc + ".cluster.local"}
+// certNames are the DNS names a Service answers to.
+func certNames(service, namespace string) []string {
+	svc := service + "." + namespace + ".svc"
+	return []string{service, service + "." + namespace, svc, svc + ".cluster.local"}
 }
 
-// NewServingCert makes a self-signed CA and a serving certificate for the admission
-// Service, valid ten years (KAI's operator also makes its own; ours is not its code).
-func NewServingCert(namespace string, now time.Time) (ServingCert, error) {
+// NewServingCert makes a self-signed CA and a serving certificate for one webhook
+// Service, valid ten years (KAI's operator also makes its own, a self-signed certificate
+// per Service; ours is not its code).
+func NewServingCert(service, namespace string, now time.Time) (ServingCert, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return ServingCert{}, fmt.Errorf("failed to generate CA key: %w", err)
@@ -44,7 +45,7 @@ func NewServingCert(namespace string, now time.Time) (ServingCert, error) {
 		return n
 	}
 	caTmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "kai-admission-ca"},
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "kai-" + service + "-ca"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, IsCA: true, BasicConstraintsValid: true,
 	}
@@ -57,7 +58,7 @@ func NewServingCert(namespace string, now time.Time) (ServingCert, error) {
 	if err != nil {
 		return ServingCert{}, fmt.Errorf("failed to generate serving key: %w", err)
 	}
-	names := certNames(namespace)
+	names := certNames(service, namespace)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(), Subject: pkix.Name{CommonName: names[2]}, DNSNames: names,
 		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
@@ -78,10 +79,10 @@ func NewServingCert(namespace string, now time.Time) (ServingCert, error) {
 	}, nil
 }
 
-// Usable says whether kept material still serves the admission Service: the key pair
-// matches, the CA signed it, it names the Service and is valid for another 30 days.
-// Anything else is replaced; a usable certificate is never regenerated.
-func (c ServingCert) Usable(namespace string, now time.Time) bool {
+// Usable says whether kept material still serves the Service: the key pair matches, the
+// CA signed it, it names the Service and is valid for another 30 days. Anything else is
+// replaced; a usable certificate is never regenerated.
+func (c ServingCert) Usable(service, namespace string, now time.Time) bool {
 	pair, err := tls.X509KeyPair(c.Cert, c.Key)
 	if err != nil || len(pair.Certificate) == 0 {
 		return false
@@ -95,7 +96,7 @@ func (c ServingCert) Usable(namespace string, now time.Time) bool {
 		return false
 	}
 	_, err = leaf.Verify(x509.VerifyOptions{
-		DNSName: "admission." + namespace + ".svc", Roots: pool, CurrentTime: now.Add(30 * 24 * time.Hour),
+		DNSName: service + "." + namespace + ".svc", Roots: pool, CurrentTime: now.Add(30 * 24 * time.Hour),
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	return err == nil

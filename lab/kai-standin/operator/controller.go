@@ -141,32 +141,32 @@ func (r *Reconciler) owner(cfg *unstructured.Unstructured) metav1.OwnerReference
 	}
 }
 
-// servingCert returns the kept certificate, or makes and stores a new one when the
-// Secret is missing or no longer usable.
-func (r *Reconciler) servingCert(ctx context.Context, cfg *unstructured.Unstructured, spec Spec, in Inputs) (ServingCert, error) {
+// servingCert returns one webhook Service's kept certificate, or makes and stores a new
+// one when its Secret is missing or no longer usable.
+func (r *Reconciler) servingCert(ctx context.Context, cfg *unstructured.Unstructured, spec Spec, in Inputs, ws WebhookService) (ServingCert, error) {
 	sec := &corev1.Secret{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: spec.Namespace, Name: WebhookSecret}, sec)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: spec.Namespace, Name: ws.Secret}, sec)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ServingCert{}, err
 	}
 	kept := ServingCert{Cert: sec.Data["tls.crt"], Key: sec.Data["tls.key"], CA: sec.Data["ca.crt"]}
-	if err == nil && kept.Usable(spec.Namespace, r.Now()) {
+	if err == nil && kept.Usable(ws.Service, spec.Namespace, r.Now()) {
 		return kept, nil
 	}
-	fresh, err := NewServingCert(spec.Namespace, r.Now())
+	fresh, err := NewServingCert(ws.Service, spec.Namespace, r.Now())
 	if err != nil {
 		return ServingCert{}, err
 	}
 	out := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: spec.meta(WebhookSecret, spec.Namespace, "", in),
+		ObjectMeta: spec.meta(ws.Secret, spec.Namespace, ws.Secret, in), // KAI labels it app: <its own name>
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{"tls.crt": fresh.Cert, "tls.key": fresh.Key, "ca.crt": fresh.CA},
 	}
 	if _, err := r.applyOne(ctx, cfg, out); err != nil {
 		return ServingCert{}, err
 	}
-	logf.FromContext(ctx).Info("generated the admission webhook's serving certificate", "secret", WebhookSecret)
+	logf.FromContext(ctx).Info("generated a webhook serving certificate", "service", ws.Service, "secret", ws.Secret)
 	return fresh, nil
 }
 
@@ -183,11 +183,14 @@ func (r *Reconciler) apply(ctx context.Context, cfg *unstructured.Unstructured, 
 	if in.FakeGPUNodes, err = r.fakeGPUNodes(ctx); err != nil {
 		return err
 	}
-	cert, err := r.servingCert(ctx, cfg, spec, in)
-	if err != nil {
-		return err
+	in.Certs = map[string]Cert{}
+	for _, ws := range WebhookServices {
+		cert, err := r.servingCert(ctx, cfg, spec, in, ws)
+		if err != nil {
+			return err
+		}
+		in.Certs[ws.Service] = Cert{CABundle: cert.CA, Hash: cert.Hash()}
 	}
-	in.CABundle, in.CertHash = cert.CA, cert.Hash()
 	desired := Render(spec, in)
 	var errs []error
 	keep := map[string]bool{}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -136,6 +137,40 @@ func TestReconcileAgainstAPIServer(t *testing.T) {
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "kai-scheduler", Name: WebhookSecret}, sec); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("each webhook Service has its certificate, and its webhooks trust it", func(t *testing.T) {
+		trusted := map[string][]byte{} // Service -> caBundle of every webhook calling it
+		vwcs := &admissionv1.ValidatingWebhookConfigurationList{}
+		if err := c.List(ctx, vwcs); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, cfg := range vwcs.Items {
+			names = append(names, cfg.Name)
+			for _, w := range cfg.Webhooks {
+				if prev, ok := trusted[w.ClientConfig.Service.Name]; ok && string(prev) != string(w.ClientConfig.CABundle) {
+					t.Fatalf("two CAs for %s", w.ClientConfig.Service.Name)
+				}
+				trusted[w.ClientConfig.Service.Name] = w.ClientConfig.CABundle
+			}
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"kai-podgroup-validation-v2alpha2", "kai-queue-validation-v2", "validating-kai-admission"}) {
+			t.Fatalf("validating configurations %v", names)
+		}
+		for _, ws := range WebhookServices {
+			sec := &corev1.Secret{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: "kai-scheduler", Name: ws.Secret}, sec); err != nil {
+				t.Fatal(err)
+			}
+			kept := ServingCert{Cert: sec.Data["tls.crt"], Key: sec.Data["tls.key"], CA: sec.Data["ca.crt"]}
+			if !kept.Usable(ws.Service, "kai-scheduler", time.Now()) || string(trusted[ws.Service]) != string(kept.CA) {
+				t.Fatalf("%s: not usable for %s, or its webhooks trust another CA", ws.Secret, ws.Service)
+			}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: "kai-scheduler", Name: ws.Service}, &corev1.Service{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	t.Run("rolled out: Ready", func(t *testing.T) {
 		rollOut()
 		if conds := reconcile(); conds[Available].Status != "True" || conds[Ready].Status != "True" {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,14 +70,16 @@ func keys(m map[string]client.Object) []string {
 
 func TestRenderObjects(t *testing.T) {
 	s := mustSpec(t, specJSON)
-	in := Inputs{Shards: []Shard{{Name: "default"}}, FakeGPUNodes: true, CABundle: []byte("CA"), CertHash: "abc",
+	in := Inputs{Shards: []Shard{{Name: "default"}}, FakeGPUNodes: true, Certs: testCerts,
 		Annotations: map[string]string{"meta.helm.sh/release-name": "kai-scheduler"}}
 	objs := byName(Render(s, in))
 	want := []string{
 		"Deployment/admission", "Deployment/binder", "Deployment/kai-scheduler-default", "Deployment/pod-grouper",
 		"Deployment/podgroup-controller", "Deployment/queue-controller",
 		"MutatingWebhookConfiguration/mutating-kai-admission", "Service/admission", "Service/binder",
-		"Service/kai-scheduler-default", "ValidatingWebhookConfiguration/validating-kai-admission",
+		"Service/kai-scheduler-default", "Service/podgroup-controller", "Service/queue-controller",
+		"ValidatingWebhookConfiguration/kai-podgroup-validation-v2alpha2", "ValidatingWebhookConfiguration/kai-queue-validation-v2",
+		"ValidatingWebhookConfiguration/validating-kai-admission",
 	}
 	if got := keys(objs); !slices.Equal(got, want) {
 		t.Fatalf("objects = %v, want %v", got, want)
@@ -94,28 +97,39 @@ func TestRenderObjects(t *testing.T) {
 	}
 }
 
+// testCerts: each webhook Service's CA and certificate hash, told apart.
+var testCerts = map[string]Cert{
+	"admission":           {CABundle: []byte("CA"), Hash: "abc"},
+	"podgroup-controller": {CABundle: []byte("CA-pg"), Hash: "pg"},
+	"queue-controller":    {CABundle: []byte("CA-q"), Hash: "q"},
+}
+
 func TestRenderDeployments(t *testing.T) {
 	s := mustSpec(t, specJSON)
-	objs := byName(Render(s, Inputs{Shards: []Shard{{Name: "default"}}, FakeGPUNodes: true, CertHash: "abc"}))
+	objs := byName(Render(s, Inputs{Shards: []Shard{{Name: "default"}}, FakeGPUNodes: true, Certs: testCerts}))
 	cases := []struct {
 		name, image, component string
 		args                   []string
 		strategy               appsv1.DeploymentStrategyType
+		secret, certHash       string // the serving certificate mounted, "" none
 	}{
 		{"binder", "reg/kai/binder:v0.16.14", "binder",
 			[]string{"--resource-reservation-pod-image", "reg/kai/resourcereservation:v0.16.14", "--fake-gpu-nodes", "--standin-configmap-write=race-fix-guarded", "--max-concurrent-reconciles=10", "--resource-reservation-allocation-timeout=40"},
-			appsv1.RecreateDeploymentStrategyType},
+			appsv1.RecreateDeploymentStrategyType, "", ""},
 		{"admission", "reg/kai/admission:v0.16.14", "admission",
 			[]string{"--webhook-addr", "9443", "--gpu-sharing-enabled=true", "--gpu-fraction-runtime-class-name", "nvidia", "--cert-dir"},
-			appsv1.RecreateDeploymentStrategyType},
+			appsv1.RecreateDeploymentStrategyType, WebhookSecret, "abc"},
 		{"kai-scheduler-default", "reg/kai/scheduler:v0.16.14", "scheduler",
 			[]string{"--scheduler-name=kai-scheduler", "--partition-label-value=", "--schedule-period=1s", "--listen-address=:8080"},
-			appsv1.RollingUpdateDeploymentStrategyType},
+			appsv1.RollingUpdateDeploymentStrategyType, "", ""},
 		// no tag in the spec: the operator's MS_TAG is the fallback
 		{"pod-grouper", "reg/kai/podgrouper:v0.16.13", "pod-grouper",
-			[]string{"--queue-label-key", "kai.scheduler/queue"}, appsv1.RollingUpdateDeploymentStrategyType},
-		{"podgroup-controller", "reg/kai/podgroupcontroller:v0.16.13", "podgroup-controller", nil, appsv1.RollingUpdateDeploymentStrategyType},
-		{"queue-controller", "reg/kai/queuecontroller:v0.16.13", "queue-controller", []string{"--zap-devel=false"}, appsv1.RollingUpdateDeploymentStrategyType},
+			[]string{"--queue-label-key", "kai.scheduler/queue"}, appsv1.RollingUpdateDeploymentStrategyType, "", ""},
+		// KAI's webhook servers on their defaults: the Secret mounted where they look, no flag
+		{"podgroup-controller", "reg/kai/podgroupcontroller:v0.16.13", "podgroup-controller",
+			[]string{"--scheduler-name", "kai-scheduler"}, appsv1.RollingUpdateDeploymentStrategyType, PodGroupSecret, "pg"},
+		{"queue-controller", "reg/kai/queuecontroller:v0.16.13", "queue-controller",
+			[]string{"--metrics-listen-address", ":8080", "--zap-devel=false"}, appsv1.RollingUpdateDeploymentStrategyType, QueueSecret, "q"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +157,20 @@ func TestRenderDeployments(t *testing.T) {
 			}
 			if !*c.SecurityContext.RunAsNonRoot || *c.SecurityContext.RunAsUser != 10000 {
 				t.Fatalf("securityContext = %+v", c.SecurityContext)
+			}
+			vols := d.Spec.Template.Spec.Volumes
+			if tc.secret == "" {
+				if len(vols) != 0 || len(c.VolumeMounts) != 0 || d.Spec.Template.Annotations[CertAnnotation] != "" {
+					t.Fatalf("volumes %+v mounts %+v", vols, c.VolumeMounts)
+				}
+				return
+			}
+			if len(vols) != 1 || vols[0].Secret == nil || vols[0].Secret.SecretName != tc.secret ||
+				len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/tmp/k8s-webhook-server/serving-certs" || !c.VolumeMounts[0].ReadOnly {
+				t.Fatalf("volumes %+v mounts %+v", vols, c.VolumeMounts)
+			}
+			if d.Spec.Template.Annotations[CertAnnotation] != tc.certHash {
+				t.Fatalf("a new certificate must roll the pod: annotations %v", d.Spec.Template.Annotations)
 			}
 		})
 	}
@@ -245,37 +273,142 @@ func TestRenderShards(t *testing.T) {
 	}
 }
 
+// TestRenderWebhooks: KAI's four configurations and five webhooks, as its operator
+// renders them (CONTRACT.md, "The real KAI on the lab, 2026-12-07: its webhooks").
 func TestRenderWebhooks(t *testing.T) {
 	s := mustSpec(t, `{"namespace": "kai"}`)
-	objs := byName(Render(s, Inputs{CABundle: []byte("CA")}))
-	m := objs["MutatingWebhookConfiguration/mutating-kai-admission"].(*admissionv1.MutatingWebhookConfiguration).Webhooks[0]
-	v := objs["ValidatingWebhookConfiguration/validating-kai-admission"].(*admissionv1.ValidatingWebhookConfiguration).Webhooks[0]
-	cases := []struct {
-		name, hookName, path string
-		ops                  []admissionv1.OperationType
-		cc                   admissionv1.WebhookClientConfig
-		gotOps               []admissionv1.OperationType
-		selector             *metav1.LabelSelector
-	}{
-		{"mutating", m.Name, "/mutate--v1-pod", []admissionv1.OperationType{admissionv1.Create}, m.ClientConfig, m.Rules[0].Operations, m.NamespaceSelector},
-		{"validating", v.Name, "/validate--v1-pod", []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}, v.ClientConfig, v.Rules[0].Operations, v.NamespaceSelector},
+	objs := byName(Render(s, Inputs{Certs: testCerts}))
+	type hook struct {
+		config, app, name, service, path, ca string
+		group, version, resource             string
+		scope                                admissionv1.ScopeType
+		ops                                  []admissionv1.OperationType
+		podSelectors                         bool // namespace selector and scheduler-name match condition
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.hookName != "admission.kai.svc" || *tc.cc.Service.Path != tc.path || string(tc.cc.CABundle) != "CA" ||
-				tc.cc.Service.Namespace != "kai" || *tc.cc.Service.Port != 443 {
-				t.Fatalf("webhook %s %+v", tc.hookName, tc.cc)
+	cu := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
+	want := []hook{
+		{"MutatingWebhookConfiguration/mutating-kai-admission", "admission", "admission.kai.svc", "admission", "/mutate--v1-pod", "CA",
+			"", "v1", "pods", admissionv1.NamespacedScope, []admissionv1.OperationType{admissionv1.Create}, true},
+		{"ValidatingWebhookConfiguration/validating-kai-admission", "admission", "admission.kai.svc", "admission", "/validate--v1-pod", "CA",
+			"", "v1", "pods", admissionv1.NamespacedScope, cu, true},
+		{"ValidatingWebhookConfiguration/validating-kai-admission", "admission", "topology.admission.kai.svc", "admission",
+			"/validate-kai-scheduler-v1alpha1-topology", "CA", "kai.scheduler", "v1alpha1", "topologies", admissionv1.ClusterScope, cu, false},
+		{"ValidatingWebhookConfiguration/kai-podgroup-validation-v2alpha2", "podgroup-controller", "podgroup-validation.kai.scheduler",
+			"podgroup-controller", "/validate-scheduling-run-ai-v2alpha2-podgroup", "CA-pg",
+			"scheduling.run.ai", "v2alpha2", "podgroups", admissionv1.NamespacedScope, cu, false},
+		{"ValidatingWebhookConfiguration/kai-queue-validation-v2", "queue-controller", "queue-validation.kai.scheduler",
+			"queue-controller", "/validate-scheduling-run-ai-v2-queue", "CA-q",
+			"scheduling.run.ai", "v2", "queues", admissionv1.ClusterScope, cu, false},
+	}
+	type rendered struct {
+		hook
+		cc        admissionv1.WebhookClientConfig
+		rules     []admissionv1.RuleWithOperations
+		fail      *admissionv1.FailurePolicyType
+		effects   *admissionv1.SideEffectClass
+		timeout   *int32
+		review    []string
+		selector  *metav1.LabelSelector
+		object    *metav1.LabelSelector
+		match     []admissionv1.MatchCondition
+		mutatingM *admissionv1.ReinvocationPolicyType
+	}
+	var got []rendered
+	configs := 0
+	for _, k := range keys(objs) {
+		switch o := objs[k].(type) {
+		case *admissionv1.MutatingWebhookConfiguration:
+			configs++
+			for _, w := range o.Webhooks {
+				got = append(got, rendered{hook{config: k, app: o.Labels["app"], name: w.Name}, w.ClientConfig, w.Rules, w.FailurePolicy,
+					w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, w.ReinvocationPolicy})
 			}
-			if !slices.Equal(tc.gotOps, tc.ops) {
-				t.Fatalf("operations %v", tc.gotOps)
+		case *admissionv1.ValidatingWebhookConfiguration:
+			configs++
+			for _, w := range o.Webhooks {
+				got = append(got, rendered{hook{config: k, app: o.Labels["app"], name: w.Name}, w.ClientConfig, w.Rules, w.FailurePolicy,
+					w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, nil})
 			}
-			if !slices.Equal(tc.selector.MatchExpressions[0].Values, []string{"kube-system", "kai"}) {
-				t.Fatalf("namespaceSelector %+v", tc.selector)
+		}
+	}
+	if configs != 4 || len(got) != len(want) {
+		t.Fatalf("%d configurations, %d webhooks: %v", configs, len(got), keys(objs))
+	}
+	slices.SortFunc(got, func(a, b rendered) int { return strings.Compare(a.config+a.name, b.config+b.name) })
+	slices.SortFunc(want, func(a, b hook) int { return strings.Compare(a.config+a.name, b.config+b.name) })
+	for i, w := range want {
+		g := got[i]
+		t.Run(w.name+"/"+w.resource, func(t *testing.T) {
+			if g.config != w.config || g.name != w.name || g.app != w.app {
+				t.Fatalf("webhook %s in %s (app %q), want %s in %s (app %q)", g.name, g.config, g.app, w.name, w.config, w.app)
+			}
+			svc := g.cc.Service
+			if svc == nil || svc.Name != w.service || svc.Namespace != "kai" || *svc.Path != w.path || *svc.Port != 443 || string(g.cc.CABundle) != w.ca {
+				t.Fatalf("clientConfig %+v service %+v", g.cc, svc)
+			}
+			if len(g.rules) != 1 || !slices.Equal(g.rules[0].Operations, w.ops) || !slices.Equal(g.rules[0].APIGroups, []string{w.group}) ||
+				!slices.Equal(g.rules[0].APIVersions, []string{w.version}) || !slices.Equal(g.rules[0].Resources, []string{w.resource}) ||
+				*g.rules[0].Scope != w.scope {
+				t.Fatalf("rules %+v", g.rules)
+			}
+			if *g.fail != admissionv1.Fail || *g.effects != admissionv1.SideEffectClassNone || *g.timeout != 10 || !slices.Equal(g.review, []string{"v1"}) {
+				t.Fatalf("failurePolicy %s sideEffects %s timeout %d review %v", *g.fail, *g.effects, *g.timeout, g.review)
+			}
+			if g.object != nil {
+				t.Fatalf("objectSelector %+v", g.object)
+			}
+			if !w.podSelectors {
+				if g.selector != nil || g.match != nil {
+					t.Fatalf("pod selectors on a webhook for %s: %+v %+v", w.resource, g.selector, g.match)
+				}
+				return
+			}
+			if !slices.Equal(g.selector.MatchExpressions[0].Values, []string{"kube-system", "kai"}) {
+				t.Fatalf("namespaceSelector %+v", g.selector)
+			}
+			if len(g.match) != 1 || g.match[0].Name != "scheduler-name-match" || g.match[0].Expression != "object.spec.schedulerName == 'kai-scheduler'" {
+				t.Fatalf("matchConditions %+v", g.match)
+			}
+			if (w.config == "MutatingWebhookConfiguration/mutating-kai-admission") != (g.mutatingM != nil && *g.mutatingM == admissionv1.IfNeededReinvocationPolicy) {
+				t.Fatalf("reinvocationPolicy %v", g.mutatingM)
 			}
 		})
 	}
-	if *m.ReinvocationPolicy != admissionv1.IfNeededReinvocationPolicy {
-		t.Fatal("mutating webhook is not reinvoked")
+}
+
+// TestRenderControllerServices: the podgroup-controller's and queue-controller's
+// Services, KAI's ports and names; webhooks.enableValidation false drops a configuration
+// but not the Service; the prefix names it.
+func TestRenderControllerServices(t *testing.T) {
+	objs := byName(Render(mustSpec(t, `{}`), Inputs{}))
+	cases := []struct {
+		name  string
+		ports []corev1.ServicePort
+	}{
+		{"podgroup-controller", []corev1.ServicePort{{Name: "webhook", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9443)}}},
+		{"queue-controller", []corev1.ServicePort{
+			{Name: "webhook", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9443)},
+			{Name: "metrics", Port: 8080, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := objs["Service/"+tc.name].(*corev1.Service)
+			if !slices.Equal(svc.Spec.Ports, tc.ports) || svc.Spec.Selector["app"] != tc.name || svc.Labels["app"] != tc.name {
+				t.Fatalf("Service %+v labels %v", svc.Spec, svc.Labels)
+			}
+		})
+	}
+	off := byName(Render(mustSpec(t, `{"podGroupController": {"webhooks": {"enableValidation": false}},
+		"queueController": {"webhooks": {"webhookConfigurationNamePrefix": "q-"}}}`), Inputs{}))
+	if _, ok := off["ValidatingWebhookConfiguration/kai-podgroup-validation-v2alpha2"]; ok {
+		t.Fatal("podgroup validation registered though turned off")
+	}
+	if _, ok := off["Service/podgroup-controller"]; !ok {
+		t.Fatal("the podgroup-controller's Service went with its webhook")
+	}
+	if _, ok := off["ValidatingWebhookConfiguration/q-v2"]; !ok {
+		t.Fatalf("no q-v2 in %v", keys(off))
 	}
 }
 
@@ -370,28 +503,32 @@ func TestMerge(t *testing.T) {
 
 func TestServingCert(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	c, err := NewServingCert("kai-scheduler", now)
+	c, err := NewServingCert("admission", "kai-scheduler", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := NewServingCert("kai-scheduler", now)
+	other, _ := NewServingCert("admission", "kai-scheduler", now)
+	queue, _ := NewServingCert("queue-controller", "kai-scheduler", now)
 	cases := []struct {
-		name string
-		cert ServingCert
-		ns   string
-		at   time.Time
-		want bool
+		name    string
+		cert    ServingCert
+		service string
+		ns      string
+		at      time.Time
+		want    bool
 	}{
-		{"fresh", c, "kai-scheduler", now, true},
-		{"another namespace", c, "elsewhere", now, false},
-		{"about to expire", c, "kai-scheduler", now.AddDate(10, 0, -10), false},
-		{"key of another pair", ServingCert{Cert: c.Cert, Key: other.Key, CA: c.CA}, "kai-scheduler", now, false},
-		{"another CA", ServingCert{Cert: c.Cert, Key: c.Key, CA: other.CA}, "kai-scheduler", now, false},
-		{"empty", ServingCert{}, "kai-scheduler", now, false},
+		{"fresh", c, "admission", "kai-scheduler", now, true},
+		{"another namespace", c, "admission", "elsewhere", now, false},
+		{"another Service", c, "queue-controller", "kai-scheduler", now, false},
+		{"the queue-controller's own", queue, "queue-controller", "kai-scheduler", now, true},
+		{"about to expire", c, "admission", "kai-scheduler", now.AddDate(10, 0, -10), false},
+		{"key of another pair", ServingCert{Cert: c.Cert, Key: other.Key, CA: c.CA}, "admission", "kai-scheduler", now, false},
+		{"another CA", ServingCert{Cert: c.Cert, Key: c.Key, CA: other.CA}, "admission", "kai-scheduler", now, false},
+		{"empty", ServingCert{}, "admission", "kai-scheduler", now, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.cert.Usable(tc.ns, tc.at); got != tc.want {
+			if got := tc.cert.Usable(tc.service, tc.ns, tc.at); got != tc.want {
 				t.Fatalf("Usable = %v", got)
 			}
 		})

@@ -14,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kaiops.dev/lab/kai-standin/admission"
+	"kaiops.dev/lab/kai-standin/podgroupctl"
+	"kaiops.dev/lab/kai-standin/queuectl"
 )
 
 // Labels and names the operator writes.
@@ -25,8 +29,41 @@ const (
 	BuildAnnotation     = "kaiops.dev/kai-standin-build"
 	CertAnnotation      = "kaiops.dev/serving-cert"
 	WebhookSecret       = "kai-admission-webhook-tls-secret"
+	PodGroupSecret      = "podgroup-webhook-tls-secret"
+	QueueSecret         = "queue-webhook-tls-secret"
 	certDir             = "/tmp/k8s-webhook-server/serving-certs"
 )
+
+// The API versions KAI's operator registers a validating webhook for, one configuration
+// each, and the webhooks' names and paths (the paths controller-runtime derives from
+// group, version and kind; the packages that serve them hold them).
+const (
+	PodGroupVersion     = "v2alpha2"
+	QueueVersion        = "v2"
+	PodGroupWebhookName = "podgroup-validation.kai.scheduler"
+	QueueWebhookName    = "queue-validation.kai.scheduler"
+	PodGroupPath        = podgroupctl.WebhookPath
+	QueuePath           = queuectl.WebhookPath
+	TopologyPath        = admission.TopologyPath
+)
+
+// WebhookService is a Service that serves webhooks and the Secret that keeps its
+// serving certificate, as KAI's operator names them.
+type WebhookService struct{ Service, Secret string }
+
+// WebhookServices are the three: admission (pods, topologies), podgroup-controller,
+// queue-controller.
+var WebhookServices = []WebhookService{
+	{"admission", WebhookSecret}, {"podgroup-controller", PodGroupSecret}, {"queue-controller", QueueSecret},
+}
+
+// Cert is what rendering needs of one Service's serving certificate.
+type Cert struct {
+	// CABundle: the CA the webhook registrations trust.
+	CABundle []byte
+	// Hash names the certificate in the serving pod's template.
+	Hash string
+}
 
 // Shard is a SchedulingShard as the operator reads it: one scheduler per shard.
 type Shard struct {
@@ -40,9 +77,8 @@ type Inputs struct {
 	// FakeGPUNodes: some node carries run.ai/fake.gpu=true (KAI's operator then passes
 	// --fake-gpu-nodes to the binder), or the spec forces it.
 	FakeGPUNodes bool
-	// CABundle and CertHash come from the serving-certificate Secret the operator keeps.
-	CABundle []byte
-	CertHash string
+	// Certs by Service name come from the serving-certificate Secrets the operator keeps.
+	Certs map[string]Cert
 	// Annotations copied onto every owned object (the Config's helm release annotations).
 	Annotations map[string]string
 }
@@ -146,9 +182,9 @@ func (s Spec) components(in Inputs) []component {
 				PeriodSeconds: 1,
 			},
 			resources:     a.Service.Resources,
-			mounts:        []corev1.VolumeMount{{Name: "cert", MountPath: certDir, ReadOnly: true}},
-			volumes:       []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: WebhookSecret}}}},
-			podAnnotation: map[string]string{CertAnnotation: in.CertHash},
+			mounts:        certMount(),
+			volumes:       certVolume(WebhookSecret),
+			podAnnotation: map[string]string{CertAnnotation: in.Certs["admission"].Hash},
 		},
 		{
 			name: "binder", standin: "binder", image: b.Service.Image, strategy: appsv1.RecreateDeploymentStrategyType,
@@ -163,10 +199,19 @@ func (s Spec) components(in Inputs) []component {
 			name: "podgroup-controller", standin: "podgroup-controller", image: s.PodGroupController.Service.Image,
 			args:      []string{"--scheduler-name", g.SchedulerName, "--zap-devel=false"},
 			resources: s.PodGroupController.Service.Resources,
+			// KAI's: no container port, no cert flag; the webhook server's defaults (9443,
+			// <tmp>/k8s-webhook-server/serving-certs) meet the Secret mounted there
+			mounts: certMount(), volumes: certVolume(PodGroupSecret),
+			podAnnotation: map[string]string{CertAnnotation: in.Certs["podgroup-controller"].Hash},
 		},
 		{
 			name: "queue-controller", standin: "queue-controller", image: s.QueueController.Service.Image,
-			args: []string{"--zap-devel=false"}, resources: s.QueueController.Service.Resources,
+			args: []string{
+				"--metrics-listen-address", fmt.Sprintf(":%d", s.QueueController.ControllerService.Metrics.Port), "--zap-devel=false",
+			},
+			resources: s.QueueController.Service.Resources,
+			mounts:    certMount(), volumes: certVolume(QueueSecret),
+			podAnnotation: map[string]string{CertAnnotation: in.Certs["queue-controller"].Hash},
 		},
 	}
 	for _, sh := range in.Shards {
@@ -182,6 +227,14 @@ func (s Spec) components(in Inputs) []component {
 		})
 	}
 	return out
+}
+
+func certMount() []corev1.VolumeMount {
+	return []corev1.VolumeMount{{Name: "cert", MountPath: certDir, ReadOnly: true}}
+}
+
+func certVolume(secret string) []corev1.Volume {
+	return []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}}
 }
 
 func (s Spec) labels(app string) map[string]string {
@@ -299,50 +352,113 @@ func (s Spec) service(name string, ports []corev1.ServicePort, headless bool, an
 	return svc
 }
 
+// controllerService is the podgroup-controller's or queue-controller's Service as KAI's
+// operator makes it: labelled `app`, the webhook port first.
+func (s Spec) controllerService(name string, webhook PortMapping, in Inputs, more ...PortMapping) *corev1.Service {
+	var ports []corev1.ServicePort
+	for _, p := range append([]PortMapping{webhook}, more...) {
+		ports = append(ports, corev1.ServicePort{
+			Name: p.Name, Port: int32(p.Port), Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(p.TargetPort)),
+		})
+	}
+	svc := s.service(name, ports, false, nil, in)
+	svc.Labels["app"] = name
+	return svc
+}
+
 // WebhookServiceHost is the admission Service's DNS name (also the webhooks' name).
 func WebhookServiceHost(s Spec) string { return "admission." + s.Namespace + ".svc" }
 
+// hookBase is what every webhook the operator registers has in common: admission review
+// v1, no side effects, failurePolicy Fail, 10 s, the Service's port and the CA it trusts.
+type hookBase struct {
+	name   string
+	cc     admissionv1.WebhookClientConfig
+	fail   admissionv1.FailurePolicyType
+	none   admissionv1.SideEffectClass
+	review []string
+}
+
+func (s Spec) hook(name, service, path string, port int, in Inputs) hookBase {
+	return hookBase{
+		name: name, fail: admissionv1.Fail, none: admissionv1.SideEffectClassNone, review: []string{"v1"},
+		cc: admissionv1.WebhookClientConfig{
+			CABundle: in.Certs[service].CABundle,
+			Service:  &admissionv1.ServiceReference{Name: service, Namespace: s.Namespace, Path: ptr.To(path), Port: ptr.To(int32(port))},
+		},
+	}
+}
+
+func (h hookBase) validating(rules []admissionv1.RuleWithOperations) admissionv1.ValidatingWebhook {
+	return admissionv1.ValidatingWebhook{
+		Name: h.name, AdmissionReviewVersions: h.review, ClientConfig: h.cc,
+		FailurePolicy: &h.fail, SideEffects: &h.none, TimeoutSeconds: ptr.To[int32](10), Rules: rules,
+	}
+}
+
+func rule(group, version, resource string, scope admissionv1.ScopeType, ops ...admissionv1.OperationType) []admissionv1.RuleWithOperations {
+	return []admissionv1.RuleWithOperations{{Operations: ops, Rule: admissionv1.Rule{
+		APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: ptr.To(scope),
+	}}}
+}
+
+func (s Spec) validatingConfig(name, app string, hooks []admissionv1.ValidatingWebhook, in Inputs) *admissionv1.ValidatingWebhookConfiguration {
+	return &admissionv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: s.meta(name, "", app, in),
+		Webhooks:   hooks,
+	}
+}
+
+// webhooks are KAI's four configurations: the admission's pod webhooks (mutating and
+// validating, the latter with the topology webhook), and one validating configuration
+// each for the PodGroup and Queue versions KAI validates, unless the spec turns it off.
 func (s Spec) webhooks(in Inputs) []client.Object {
 	a := s.Admission
-	host := WebhookServiceHost(s)
 	selector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", s.Namespace},
 	}}}
 	match := []admissionv1.MatchCondition{{
 		Name: "scheduler-name-match", Expression: fmt.Sprintf("object.spec.schedulerName == '%s'", s.Global.SchedulerName),
 	}}
-	cc := func(path string) admissionv1.WebhookClientConfig {
-		return admissionv1.WebhookClientConfig{
-			CABundle: in.CABundle,
-			Service:  &admissionv1.ServiceReference{Name: "admission", Namespace: s.Namespace, Path: ptr.To(path), Port: ptr.To(int32(a.Webhook.Port))},
-		}
-	}
-	rules := func(ops ...admissionv1.OperationType) []admissionv1.RuleWithOperations {
-		return []admissionv1.RuleWithOperations{{Operations: ops, Rule: admissionv1.Rule{
-			APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionv1.NamespacedScope),
-		}}}
-	}
-	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone
+	host := WebhookServiceHost(s)
+	mut := s.hook(host, "admission", admission.MutatePath, a.Webhook.Port, in)
 	mutating := &admissionv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
-		ObjectMeta: s.meta(a.MutatingWebhookConfigurationName, "", "", in),
+		ObjectMeta: s.meta(a.MutatingWebhookConfigurationName, "", "admission", in),
 		Webhooks: []admissionv1.MutatingWebhook{{
-			Name: host, AdmissionReviewVersions: []string{"v1"}, ClientConfig: cc("/mutate--v1-pod"),
-			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10),
+			Name: mut.name, AdmissionReviewVersions: mut.review, ClientConfig: mut.cc,
+			FailurePolicy: &mut.fail, SideEffects: &mut.none, TimeoutSeconds: ptr.To[int32](10),
 			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
-			Rules:              rules(admissionv1.Create), NamespaceSelector: selector, MatchConditions: match,
+			Rules:              rule("", "v1", "pods", admissionv1.NamespacedScope, admissionv1.Create),
+			NamespaceSelector:  selector, MatchConditions: match,
 		}},
 	}
-	validating := &admissionv1.ValidatingWebhookConfiguration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
-		ObjectMeta: s.meta(a.ValidatingWebhookConfigurationName, "", "", in),
-		Webhooks: []admissionv1.ValidatingWebhook{{
-			Name: host, AdmissionReviewVersions: []string{"v1"}, ClientConfig: cc("/validate--v1-pod"),
-			FailurePolicy: &fail, SideEffects: &none, TimeoutSeconds: ptr.To[int32](10),
-			Rules: rules(admissionv1.Create, admissionv1.Update), NamespaceSelector: selector, MatchConditions: match,
-		}},
+	pods := s.hook(host, "admission", admission.ValidatePath, a.Webhook.Port, in).
+		validating(rule("", "v1", "pods", admissionv1.NamespacedScope, admissionv1.Create, admissionv1.Update))
+	pods.NamespaceSelector, pods.MatchConditions = selector, match
+	// topologies are cluster-scoped and no pods: neither the pod selectors nor the match
+	// condition; registered whether or not the Topology CRD is installed, as KAI does
+	topology := s.hook("topology."+host, "admission", TopologyPath, a.Webhook.Port, in).
+		validating(rule("kai.scheduler", "v1alpha1", "topologies", admissionv1.ClusterScope, admissionv1.Create, admissionv1.Update))
+	out := []client.Object{
+		mutating,
+		s.validatingConfig(a.ValidatingWebhookConfigurationName, "admission", []admissionv1.ValidatingWebhook{pods, topology}, in),
 	}
-	return []client.Object{mutating, validating}
+	pg, q := s.PodGroupController, s.QueueController
+	if *pg.Webhooks.EnableValidation {
+		h := s.hook(PodGroupWebhookName, "podgroup-controller", PodGroupPath, pg.ControllerService.Webhook.Port, in).
+			validating(rule("scheduling.run.ai", PodGroupVersion, "podgroups", admissionv1.NamespacedScope, admissionv1.Create, admissionv1.Update))
+		out = append(out, s.validatingConfig(pg.Webhooks.WebhookConfigurationNamePrefix+PodGroupVersion, "podgroup-controller",
+			[]admissionv1.ValidatingWebhook{h}, in))
+	}
+	if *q.Webhooks.EnableValidation {
+		h := s.hook(QueueWebhookName, "queue-controller", QueuePath, q.ControllerService.Webhook.Port, in).
+			validating(rule("scheduling.run.ai", QueueVersion, "queues", admissionv1.ClusterScope, admissionv1.Create, admissionv1.Update))
+		out = append(out, s.validatingConfig(q.Webhooks.WebhookConfigurationNamePrefix+QueueVersion, "queue-controller",
+			[]admissionv1.ValidatingWebhook{h}, in))
+	}
+	return out
 }
 
 // Render is the operator's whole desired state for one Config (the certificate Secret
@@ -359,6 +475,9 @@ func Render(s Spec, in Inputs) []client.Object {
 			{Name: "http-metrics", Port: 8080, TargetPort: intstr.FromInt32(int32(a.Webhook.MetricsPort))},
 		}, false, nil, in),
 		s.service("binder", []corev1.ServicePort{{Name: "http-metrics", Port: 8080, TargetPort: intstr.FromInt32(8080)}}, false, nil, in),
+		s.controllerService("podgroup-controller", s.PodGroupController.ControllerService.Webhook, in),
+		s.controllerService("queue-controller", s.QueueController.ControllerService.Webhook, in,
+			s.QueueController.ControllerService.Metrics),
 	)
 	for _, sh := range in.Shards {
 		out = append(out, s.service(SchedulerName(s, sh.Name),

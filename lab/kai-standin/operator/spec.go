@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // ConfigName is the only Config the operator reconciles (KAI's singleton).
@@ -72,6 +73,50 @@ type Operand struct {
 	Service Service `json:"service,omitempty"`
 }
 
+// PortMapping is KAI's Service port shape: name, port, the container port behind it.
+type PortMapping struct {
+	Name       string `json:"name,omitempty"`
+	Port       int    `json:"port,omitempty"`
+	TargetPort int    `json:"targetPort,omitempty"`
+}
+
+// ControllerService is the Service in front of the podgroup-controller or the
+// queue-controller: the webhook port, and the queue-controller's metrics port.
+type ControllerService struct {
+	Webhook PortMapping `json:"webhook,omitempty"`
+	Metrics PortMapping `json:"metrics,omitempty"`
+}
+
+// ControllerWebhooks is KAI's `webhooks` block of those two operands: whether the operator
+// registers the validating webhook, and the prefix of its configuration's name (the API
+// version validated is appended).
+type ControllerWebhooks struct {
+	EnableValidation               *bool  `json:"enableValidation,omitempty"`
+	WebhookConfigurationNamePrefix string `json:"webhookConfigurationNamePrefix,omitempty"`
+}
+
+// Controller is the podgroup-controller's or the queue-controller's part of the spec.
+type Controller struct {
+	Service           Service            `json:"service,omitempty"`
+	ControllerService ControllerService  `json:"controllerService,omitempty"`
+	Webhooks          ControllerWebhooks `json:"webhooks,omitempty"`
+}
+
+func (c *Controller) defaults(prefix string) {
+	w := &c.ControllerService.Webhook
+	w.Name = or(w.Name, "webhook")
+	w.Port = or(w.Port, 443)
+	w.TargetPort = or(w.TargetPort, 9443)
+	m := &c.ControllerService.Metrics
+	m.Name = or(m.Name, "metrics")
+	m.Port = or(m.Port, 8080)
+	m.TargetPort = or(m.TargetPort, 8080)
+	if c.Webhooks.EnableValidation == nil {
+		c.Webhooks.EnableValidation = ptr.To(true)
+	}
+	c.Webhooks.WebhookConfigurationNamePrefix = or(c.Webhooks.WebhookConfigurationNamePrefix, prefix)
+}
+
 // Standin holds what only the stand-in needs, in the Config so that it travels with the
 // component tags: which release the components play, the binder's ConfigMap-write
 // behaviour for it (meta/kai_releases.yml), the lab's build id and timings.
@@ -91,15 +136,15 @@ type Standin struct {
 
 // Spec is the part of kai-config's spec the stand-in reads (field names as KAI's).
 type Spec struct {
-	Namespace          string    `json:"namespace,omitempty"`
-	Global             Global    `json:"global,omitempty"`
-	Admission          Admission `json:"admission,omitempty"`
-	Binder             Binder    `json:"binder,omitempty"`
-	Scheduler          Operand   `json:"scheduler,omitempty"`
-	PodGrouper         Operand   `json:"podGrouper,omitempty"`
-	PodGroupController Operand   `json:"podGroupController,omitempty"`
-	QueueController    Operand   `json:"queueController,omitempty"`
-	Standin            Standin   `json:"standin,omitempty"`
+	Namespace          string     `json:"namespace,omitempty"`
+	Global             Global     `json:"global,omitempty"`
+	Admission          Admission  `json:"admission,omitempty"`
+	Binder             Binder     `json:"binder,omitempty"`
+	Scheduler          Operand    `json:"scheduler,omitempty"`
+	PodGrouper         Operand    `json:"podGrouper,omitempty"`
+	PodGroupController Controller `json:"podGroupController,omitempty"`
+	QueueController    Controller `json:"queueController,omitempty"`
+	Standin            Standin    `json:"standin,omitempty"`
 }
 
 // Fallbacks are the operator's own settings: its namespace and MS_REPOSITORY/MS_TAG,
@@ -151,6 +196,8 @@ func (s *Spec) defaults(fb Fallbacks) {
 	rr.ServiceAccountName = or(rr.ServiceAccountName, "kai-resource-reservation")
 	rr.AppLabel = or(rr.AppLabel, "kai-resource-reservation")
 	rr.AllocationTimeout = or(rr.AllocationTimeout, 40)
+	s.PodGroupController.defaults("kai-podgroup-validation-")
+	s.QueueController.defaults("kai-queue-validation-")
 	st := &s.Standin
 	st.Release = or(st.Release, "unknown")
 	st.SchedulePeriod = or(st.SchedulePeriod, "1s")

@@ -1,5 +1,6 @@
 // Package podgroupctl is a minimal stand-in for KAI's podgroup-controller: it keeps a
-// PodGroup's status.resourcesStatus in step with its pods.
+// PodGroup's status.resourcesStatus in step with its pods, and serves KAI's PodGroup
+// v2alpha2 validating webhook over TLS (webhook.go).
 package podgroupctl
 
 import (
@@ -17,10 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"kaiops.dev/lab/kai-standin/api"
 	"kaiops.dev/lab/kai-standin/gpushare"
 	"kaiops.dev/lab/kai-standin/internal/boot"
+	"kaiops.dev/lab/kai-standin/internal/validating"
 )
 
 const fieldPodGroup = "metadata.annotations.pod-group-name"
@@ -124,10 +127,15 @@ func Main(args []string) error {
 	fs := flag.NewFlagSet("podgroup-controller", flag.ContinueOnError)
 	var common boot.Common
 	common.Bind(fs)
-	var metricsAddr, probeAddr, schedulerName string
+	var metricsAddr, probeAddr, schedulerName, certDir string
+	var webhookPort int
+	var enableWebhook bool
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics address")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
 	fs.StringVar(&schedulerName, "scheduler-name", "kai-scheduler", "accepted; PodGroups are found by annotation")
+	fs.BoolVar(&enableWebhook, "enable-podgroup-webhook", true, "serve the PodGroup validating webhook (KAI's flag)")
+	fs.IntVar(&webhookPort, "webhook-port", 9443, "the stand-in's: webhook server port (KAI's takes the default 9443)")
+	fs.StringVar(&certDir, "cert-dir", validating.DefaultCertDir(), "the stand-in's: folder with tls.crt and tls.key (KAI's takes the default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,9 +146,14 @@ func Main(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: boot.Scheme(), Metrics: metricsserver.Options{BindAddress: metricsAddr}, HealthProbeBindAddress: probeAddr,
+		WebhookServer: webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
+	}
+	if enableWebhook {
+		// the manager runs its webhook server once a path is registered
+		mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: Webhook()})
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
@@ -168,6 +181,6 @@ func Main(args []string) error {
 		Watches(&corev1.Pod{}, toGroup).Complete(&Controller{Client: mgr.GetClient()}); err != nil {
 		return err
 	}
-	setup.Info("starting manager")
+	setup.Info("starting manager", "webhook", enableWebhook, "webhookPort", webhookPort, "certDir", certDir)
 	return mgr.Start(ctx)
 }

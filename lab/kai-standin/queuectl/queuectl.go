@@ -1,5 +1,6 @@
 // Package queuectl is a minimal stand-in for KAI's queue-controller: Queue
-// status.childQueues and the allocated/requested sums of the queue's subtree.
+// status.childQueues and the allocated/requested sums of the queue's subtree, and KAI's
+// Queue v2 validating webhook served over TLS (webhook.go).
 package queuectl
 
 import (
@@ -17,9 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"kaiops.dev/lab/kai-standin/api"
 	"kaiops.dev/lab/kai-standin/internal/boot"
+	"kaiops.dev/lab/kai-standin/internal/validating"
 	"kaiops.dev/lab/kai-standin/podgroupctl"
 )
 
@@ -127,22 +130,40 @@ func Main(args []string) error {
 	fs := flag.NewFlagSet("queue-controller", flag.ContinueOnError)
 	var common boot.Common
 	common.Bind(fs)
-	var metricsAddr, probeAddr string
+	var metricsAddr, probeAddr, certDir string
+	var webhookPort int
+	var enableWebhook, quotaValidation bool
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics address")
+	fs.Func("metrics-listen-address", "metrics address (KAI's name for --metrics-bind-address)", func(v string) error {
+		metricsAddr = v
+		return nil
+	})
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "healthz/readyz address")
+	fs.BoolVar(&enableWebhook, "enable-webhook", true, "serve the Queue validating webhook (KAI's flag)")
+	fs.BoolVar(&quotaValidation, "enable-quota-validation", false, "KAI's opt-in quota checks: not reproduced, refused when true")
+	fs.IntVar(&webhookPort, "webhook-port", 9443, "the stand-in's: webhook server port (KAI's takes the default 9443)")
+	fs.StringVar(&certDir, "cert-dir", validating.DefaultCertDir(), "the stand-in's: folder with tls.crt and tls.key (KAI's takes the default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	setup := common.Start("queue-controller")
+	if quotaValidation {
+		return fmt.Errorf("--enable-quota-validation is not reproduced by the stand-in (CONTRACT.md)")
+	}
 	cfg, err := common.RestConfig()
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: boot.Scheme(), Metrics: metricsserver.Options{BindAddress: metricsAddr}, HealthProbeBindAddress: probeAddr,
+		WebhookServer: webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)
+	}
+	if enableWebhook {
+		// the manager runs its webhook server once a path is registered
+		mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: Webhook()})
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
@@ -158,6 +179,6 @@ func Main(args []string) error {
 		Complete(&Controller{Client: mgr.GetClient()}); err != nil {
 		return err
 	}
-	setup.Info("starting manager")
+	setup.Info("starting manager", "webhook", enableWebhook, "webhookPort", webhookPort, "certDir", certDir)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
