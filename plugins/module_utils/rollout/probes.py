@@ -331,7 +331,7 @@ def probe_groups(records, names, bindrequests=()):
     return groups
 
 
-def _probe_row(st, pods, brs, reasons, retried):
+def _probe_row(st, pods, brs, reasons, retried, bound=None):
     """One probe's outcome and times from the watches; its failed attempts' reasons are
     counted into ``reasons``, or into ``retried`` for a race KAI retries (RETRIED_RACES) when the
     probe then bound."""
@@ -364,7 +364,7 @@ def _probe_row(st, pods, brs, reasons, retried):
         "submit_to_completed_s": since(hist["succeeded"]),
         "attempts": len(tries),
         "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
-        "gpu_group": F.gpu_group(last, F.bound_gpu_groups(brs)),
+        "gpu_group": F.gpu_group(last, F.bound_gpu_groups(brs) if bound is None else bound),
         "set": st.get("set") or "probe",
         "gang": st.get("gang"),
     }
@@ -442,7 +442,8 @@ def figures(records, states, window_s, timed_out, extra):
     gang's and the burst's pods are judged by their own gates."""
     pods, brs = records.get("pods") or [], records.get("bindrequests") or []
     reasons, retried = {}, {}
-    every = [_probe_row(st, pods, brs, reasons, retried) for st in states]
+    bound = F.bound_gpu_groups(brs)  # read once for every row
+    every = [_probe_row(st, pods, brs, reasons, retried, bound) for st in states]
     rows = [r for r in every if r["set"] == "probe"]
     submitted = len(rows)
     extra = dict(extra or {})
