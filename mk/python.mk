@@ -34,10 +34,10 @@ $(VENV_STAMP):
 
 # The layers' import rules (tests/unit/test_layers.py, a second of pytest) run here as well as in
 # make unit: a wrong arrow between features is a design error, found with the style checks.
-lint: $(VENV_STAMP) ## ruff check (complexity at most 20), ruff format --check, functions at most 60 lines, the layers' import rules, ansible-lint (production profile), the changelog fragments, ansible-builder create, ansible-test sanity
+lint: $(VENV_STAMP) ## ruff check, ruff format --check, functions at most 60 lines and complexity 20 (tools/code_figures.py --check), the layers' import rules, ansible-lint (production profile), the changelog fragments, ansible-builder create, ansible-test sanity
 	$(VENV_ENV) $(RUFF) check .
 	$(VENV_ENV) $(RUFF) format --check .
-	$(PY) tools/function_size.py --max-lines 60 plugins
+	$(PY) tools/code_figures.py --check
 	$(VENV_ENV) $(PYTEST) -q -p no:cacheprovider -p no:randomly tests/unit/test_layers.py
 	$(VENV_ENV) $(ANSIBLE_LINT)
 	$(VENV_ENV) $(ANTSIBULL_CHANGELOG) lint

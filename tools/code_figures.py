@@ -8,6 +8,9 @@ any checkout (standard library only, so it runs without the venv):
 - the longest functions in plugins/ with their cyclomatic complexity;
 - how many functions are over 60 lines or over a complexity of 20 (make lint's bounds).
 
+With --check it is make lint's bound instead: it names each function in plugins/ over 60 lines
+(a function a maintainer reads in one screen) or over a complexity of 20, and fails on any.
+
 Cyclomatic complexity is 1 plus a decision point for each if and elif, for and while, except
 handler, with, assert, ternary (x if c else y), extra operand of a boolean operator (a and b or c
 is 2), if of a comprehension, and match case (the last one not when it matches anything: it is
@@ -16,7 +19,7 @@ ternary, with or assert, so this figure is never below ruff's, and on plain bran
 two agree (tests/unit/tools/test_code_figures.py checks both at make lint's threshold). A nested
 function or class is measured on its own, not in the enclosing function's count.
 
-    tools/code_figures.py [--root DIR] [--top N]
+    tools/code_figures.py [--root DIR] [--top N] [--check]
 """
 
 import argparse
@@ -129,10 +132,26 @@ def print_functions(found, top):
     )
 
 
+def over_bounds(found):
+    """The functions of ``found`` over make lint's bounds, one line each; [] when none is."""
+    lines = []
+    for name, line, length, function, cc in sorted(found):
+        why = [
+            "%d lines (at most %d)" % (length, MAX_LINES) if length > MAX_LINES else "",
+            "complexity %d (at most %d)" % (cc, MAX_COMPLEXITY) if cc > MAX_COMPLEXITY else "",
+        ]
+        if any(why):
+            lines.append("%s:%d: %s is %s" % (name, line, function, ", ".join(w for w in why if w)))
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=".", help="the collection's checkout (default: .)")
     parser.add_argument("--top", type=int, default=10, help="how many long functions to list")
+    parser.add_argument(
+        "--check", action="store_true", help="fail on functions over the bounds (make lint)"
+    )
     args = parser.parse_args(argv)
     root = pathlib.Path(args.root)
     plugins = root / "plugins"
@@ -142,6 +161,13 @@ def main(argv=None):
     found = []
     for path in sorted(plugins.rglob("*.py")):
         found += functions(path.read_text(), str(path.relative_to(root)))
+    if args.check:
+        over = over_bounds(found)
+        for line in over:
+            print(line)
+        if over:
+            print("split them: a function is read in one screen, its branches at a glance")
+        return 1 if over else 0
     print_packages(plugins / "module_utils")
     print_functions(found, args.top)
     return 0

@@ -38,7 +38,30 @@ def role_options(role):
         return None
 
 
+def _paths_given(given, root):
+    """{path: what is there} for the kubeconfig and the bundle the request gives; the bundle
+    is resolved from where the command runs (``root``), in ``given`` too."""
+    found = {}
+    if isinstance(given.get(KUBECONFIG), str) and given[KUBECONFIG]:
+        found[given[KUBECONFIG]] = paths.kind(paths.resolve(given[KUBECONFIG]))
+    if isinstance(given.get(BUNDLE), str) and given[BUNDLE].strip():
+        resolved = paths.resolve(given[BUNDLE].strip(), root)
+        given[BUNDLE] = resolved
+        found[resolved] = paths.kind(resolved)
+    return found
+
+
 class ActionModule(KaiopsModuleAction):
+    def _templated(self, task_vars, wanted):
+        """({name: its value templated}, {name: why templating it failed}) of ``wanted``."""
+        given, errors = {}, {}
+        for name in wanted:
+            try:
+                given[name] = self._templar.template(task_vars[name])
+            except Exception as exc:  # noqa: BLE001 - an undefined name, a bad template...
+                errors[name] = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        return given, errors
+
     def extra_args(self, task_vars):
         args = self._task.args
         if args.get("refusals") is not None:
@@ -51,24 +74,12 @@ class ActionModule(KaiopsModuleAction):
             if n in task_vars
         }
         templated = {name for name, _field in rules.templated_fields(raw)}
-        given, errors = {}, {}
         role = table.get("role")
-        mine = [n for n in task_vars if role and isinstance(n, str) and n.startswith(role + "_")]
-        for name in list(table["vars"]) + mine:
-            if name not in task_vars or name in templated:
-                continue
-            try:
-                given[name] = self._templar.template(task_vars[name])
-            except Exception as exc:  # noqa: BLE001 - an undefined name, a bad template...
-                errors[name] = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+        mine = [n for n in names if role and n.startswith(role + "_")]
+        wanted = [n for n in list(table["vars"]) + mine if n in task_vars and n not in templated]
+        given, errors = self._templated(task_vars, wanted)
         context = run_context.for_task(self._task) or {}
-        found = {}
-        if isinstance(given.get(KUBECONFIG), str) and given[KUBECONFIG]:
-            found[given[KUBECONFIG]] = paths.kind(paths.resolve(given[KUBECONFIG]))
-        if isinstance(given.get(BUNDLE), str) and given[BUNDLE].strip():
-            resolved = paths.resolve(given[BUNDLE].strip(), context.get("root"))
-            given[BUNDLE] = resolved
-            found[resolved] = paths.kind(resolved)
+        found = _paths_given(given, context.get("root"))
         out = {
             "role_options": role_options(role) if role else None,
             "given": given,

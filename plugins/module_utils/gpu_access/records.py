@@ -317,6 +317,44 @@ def case_snapshot(raw):
     }
 
 
+def _visible_devices_env(spec_env, states):
+    """The pod's env as its spec gives it, else as first observed (it names the ConfigMap)."""
+    env = spec_env or {}
+    if "NVIDIA_VISIBLE_DEVICES" in env:
+        return env
+    return next((st.get("env") for st in states if st.get("env")), {}) or {}
+
+
+def _bound_group(bind_requests, labelled):
+    """The group a successful BindRequest names, the label's only without one (facts.gpu_group:
+    KAI can leave a failed attempt's label on a pod its retry bound in another group)."""
+    bound = [
+        br["groups"][0]
+        for br in bind_requests
+        if br.get("phase") == "Succeeded" and len(br.get("groups") or []) == 1
+    ]
+    return bound[-1] if bound else labelled
+
+
+def _reservation(seen, groups):
+    """The reservation pod of the first of ``groups`` seen in any observation, preferring one
+    that shows its device."""
+    reservation = None
+    for g in groups:  # the pod's own group first, in every observation
+        for s in seen:
+            found = (s.get("reservations") or {}).get(g)
+            if not found:
+                continue
+            if reservation is None or (found.get("device") and not reservation.get("device")):
+                reservation = dict(found, group=g)
+    return reservation
+
+
+def _last(values):
+    """The last truthy value, or None."""
+    return next((v for v in reversed(values) if v), None)
+
+
 def kai_view(name, snapshots, spec_env):
     """What the case's observations show of one pod on KAI's side (None without observations).
 
@@ -328,46 +366,25 @@ def kai_view(name, snapshots, spec_env):
     if not seen:
         return None
     states = [s["pods"][name] for s in seen]
-    env = spec_env or {}
-    if "NVIDIA_VISIBLE_DEVICES" not in env:
-        env = next((st.get("env") for st in states if st.get("env")), {}) or {}
+    env = _visible_devices_env(spec_env, states)
     labelled = next((st["gpu_group"] for st in states if st.get("gpu_group")), None)
     cm_name = (env.get("NVIDIA_VISIBLE_DEVICES") or {}).get("configmap")
     cm_seen = next((s["configmaps"] for s in seen if cm_name in (s.get("configmaps") or {})), None)
-    pod_group = next(
-        (s["pod_groups"][name] for s in reversed(seen) if name in (s.get("pod_groups") or {})),
-        None,
-    )
     bind_requests = [
         s["bind_requests"][name] for s in seen if name in (s.get("bind_requests") or {})
     ]
-    # the group a successful BindRequest names, the label's only without one (facts.gpu_group:
-    # KAI can leave a failed attempt's label on a pod its retry bound in another group)
-    bound = [
-        br["groups"][0]
-        for br in bind_requests
-        if br.get("phase") == "Succeeded" and len(br.get("groups") or []) == 1
-    ]
-    group = bound[-1] if bound else labelled
+    group = _bound_group(bind_requests, labelled)
     groups = [group, labelled] + [g for br in bind_requests for g in br.get("groups") or []]
-    reservation = None
-    for g in groups:  # the pod's own group first, in every observation
-        for s in seen:
-            found = (s.get("reservations") or {}).get(g)
-            if found and (
-                reservation is None or (found.get("device") and not reservation.get("device"))
-            ):
-                reservation = dict(found, group=g)
     return {
         "gpu_group": group,
-        "node": next((st["node"] for st in reversed(states) if st.get("node")), None),
+        "node": _last([st.get("node") for st in states]),
         "configmap": cm_name,
         "configmap_seen": cm_seen is not None,
         "configmap_data": None if cm_seen is None else cm_seen.get(cm_name),
-        "pod_group": pod_group,
+        "pod_group": _last([(s.get("pod_groups") or {}).get(name) for s in seen]),
         "bind_request": bind_requests[-1] if bind_requests else None,
         "bind_failed": any(br.get("phase") == "Failed" for br in bind_requests),
-        "reservation": reservation,
+        "reservation": _reservation(seen, groups),
         "phases": [st["phase"] for st in states],
         "running_together_at": seen[-1].get("all_running_seen_at"),
         "last_seen_at": seen[-1].get("seen_at"),

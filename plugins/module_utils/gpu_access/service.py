@@ -197,53 +197,58 @@ def _show(value):
 # ------------------------------------------------------------------ fractional access (KAI)
 
 
-def fraction_checks(rec, context):
-    """Problems of one fraction pod: what its container saw, the ConfigMap its pod spec names,
-    that ConfigMap's data and its reservation pod's device must agree, with the requested
-    portion, and its check must have passed."""
-    problems = _completed(rec) + _device_problems(rec, 1)
-    name = rec["name"]
-    kai = rec.get("kai") or {}
-    visible = rec["visible"]
-    scheduler = context.get("kai_scheduler", "kai-scheduler")
-    if rec.get("scheduler") != scheduler:
-        problems.append("%s was scheduled by %s, not %s" % (name, rec.get("scheduler"), scheduler))
+def _configmap_problems(rec, kai):
+    """The ConfigMap the pod spec takes the sharing env from: one, named after the pod's
+    annotation, seen while the pod ran, with data equal to what the container saw."""
+    name, visible = rec["name"], rec["visible"]
     refs = {k: (rec.get("spec_env", {}).get(k) or {}).get("configmap") for k in SHARING_ENV}
     cm = kai.get("configmap")
     if not cm or any(refs[k] != cm for k in SHARING_ENV):
-        problems.append(
+        return [
             "%s: its pod spec does not take %s from one ConfigMap (%s)"
             % (name, ", ".join(SHARING_ENV), refs)
-        )
+        ]
+    problems = []
     prefix = (rec.get("annotations") or {}).get("runai/shared-gpu-configmap")
-    if cm and prefix and not cm.startswith(prefix + "-"):
+    if prefix and not cm.startswith(prefix + "-"):
         problems.append(
             "%s: ConfigMap %s is not named after its runai/shared-gpu-configmap %s"
             % (name, cm, prefix)
         )
     data = kai.get("configmap_data")
-    if cm and not kai.get("configmap_seen"):
-        problems.append("%s: ConfigMap %s was not seen while the pod ran" % (name, cm))
-    elif cm and not data:
-        problems.append("%s: ConfigMap %s has no data" % (name, cm))
-    elif cm:
-        for key in SHARING_ENV:
-            if str(data.get(key)) != str(visible.get(key)):
-                problems.append(
-                    "%s: its container saw %s=%s, ConfigMap %s has %s"
-                    % (name, key, _show(visible.get(key)), cm, _show(data.get(key)))
-                )
+    if not kai.get("configmap_seen"):
+        return problems + ["%s: ConfigMap %s was not seen while the pod ran" % (name, cm)]
+    if not data:
+        return problems + ["%s: ConfigMap %s has no data" % (name, cm)]
+    for key in SHARING_ENV:
+        if str(data.get(key)) != str(visible.get(key)):
+            problems.append(
+                "%s: its container saw %s=%s, ConfigMap %s has %s"
+                % (name, key, _show(visible.get(key)), cm, _show(data.get(key)))
+            )
+    return problems
+
+
+def _reservation_problems(rec, kai):
+    """The reservation pod of the pod's GPU group holds the device its container saw."""
     reservation = kai.get("reservation") or {}
     if not reservation.get("device"):
-        problems.append(
+        return [
             "%s: no reservation pod with %s was seen for GPU group %s"
-            % (name, "run.ai/reserve_for_gpu_index", kai.get("gpu_group"))
-        )
-    elif rec["devices"] != [reservation["device"]]:
-        problems.append(
+            % (rec["name"], "run.ai/reserve_for_gpu_index", kai.get("gpu_group"))
+        ]
+    if rec["devices"] != [reservation["device"]]:
+        return [
             "%s: its container saw devices %s, its reservation pod %s holds %s"
-            % (name, rec["devices"], reservation.get("name"), reservation["device"])
-        )
+            % (rec["name"], rec["devices"], reservation.get("name"), reservation["device"])
+        ]
+    return []
+
+
+def _portion_problems(rec, context):
+    """GPU_PORTION is the requested fraction and RUNAI_NUM_OF_GPUS agrees with it."""
+    name, visible = rec["name"], rec["visible"]
+    problems = []
     portion, wanted = _dec(visible.get("GPU_PORTION")), _dec(context.get("fraction", "0.5"))
     if portion is None or portion != wanted:
         problems.append(
@@ -255,6 +260,25 @@ def fraction_checks(rec, context):
             % (name, _show(visible.get("RUNAI_NUM_OF_GPUS")), _show(visible.get("GPU_PORTION")))
         )
     return problems
+
+
+def fraction_checks(rec, context):
+    """Problems of one fraction pod: what its container saw, the ConfigMap its pod spec names,
+    that ConfigMap's data and its reservation pod's device must agree, with the requested
+    portion, and its check must have passed."""
+    problems = _completed(rec) + _device_problems(rec, 1)
+    kai = rec.get("kai") or {}
+    scheduler = context.get("kai_scheduler", "kai-scheduler")
+    if rec.get("scheduler") != scheduler:
+        problems.append(
+            "%s was scheduled by %s, not %s" % (rec["name"], rec.get("scheduler"), scheduler)
+        )
+    return (
+        problems
+        + _configmap_problems(rec, kai)
+        + _reservation_problems(rec, kai)
+        + _portion_problems(rec, context)
+    )
 
 
 def _fraction_observed(rec):
@@ -418,6 +442,42 @@ def allocated_devices(rec):
     return [] if self_named(rec) else list(rec["devices"])
 
 
+def _reasons_text(reasons):
+    """A PodGroup's unschedulable reasons as read: specific reasons and the condition's."""
+    return "; ".join(
+        "%s (condition reason %s: %s)"
+        % (
+            ", ".join(r.get("specific_reasons") or []) or "no specific reason",
+            r.get("reason"),
+            r.get("message"),
+        )
+        for r in reasons
+    )
+
+
+def _held_problems(rec, want):
+    """An outsider pod must stay Pending with KAI's expected reason on its PodGroup."""
+    kai = rec.get("kai") or {}
+    reasons = ((kai.get("pod_group") or {}).get("reasons")) or []
+    got = held_reasons(kai.get("pod_group"))
+    problems = []
+    if rec["phase"] != "Pending":
+        problems.append("%s did not stay Pending: %s" % (rec["name"], rec["phase"]))
+    if want and want not in got:
+        if got:
+            carried = got
+        elif reasons:
+            carried = "no specific reason (condition reason %s)" % ", ".join(
+                str(r.get("reason")) for r in reasons
+            )
+        else:
+            carried = "no reason"
+        problems.append(
+            "%s: its PodGroup carries %s, expected KAI's reason %s" % (rec["name"], carried, want)
+        )
+    return problems + _outsider_problems(rec)
+
+
 def rule_policy_queue(pods, context):
     recs = _by_case(pods, "policy_queue")
     expected = context.get("expected_reasons") or {}
@@ -425,54 +485,23 @@ def rule_policy_queue(pods, context):
     if not recs and not adm:
         return _missing("policy_queue", context)
     problems, parts = [], []
-    names = sorted(set(expected) | {r["name"] for r in recs})
     by_name = {r["name"]: r for r in recs}
-    for name in names:
+    for name in sorted(set(expected) | set(by_name)):
         rec = by_name.get(name)
-        want = expected.get(name)
-        queue = (context.get("outsider_queues") or {}).get(name)
         if rec is None:
             problems.append("%s was not created: %s" % (name, adm.get("message") or "no pod found"))
             continue
-        kai = rec.get("kai") or {}
-        reasons = ((kai.get("pod_group") or {}).get("reasons")) or []
-        got = held_reasons(kai.get("pod_group"))
-        if rec["phase"] != "Pending":
-            problems.append("%s did not stay Pending: %s" % (name, rec["phase"]))
-        if want and want not in got:
-            problems.append(
-                "%s: its PodGroup carries %s, expected KAI's reason %s"
-                % (
-                    name,
-                    got
-                    or (
-                        "no specific reason (condition reason %s)"
-                        % ", ".join(str(r.get("reason")) for r in reasons)
-                        if reasons
-                        else "no reason"
-                    ),
-                    want,
-                )
-            )
-        problems += _outsider_problems(rec)
+        problems += _held_problems(rec, expected.get(name))
+        pod_group = (rec.get("kai") or {}).get("pod_group") or {}
         parts.append(
             "%s (queue %s): %s, node %s, PodGroup %s reasons %s; devices obtained: %s"
             % (
                 name,
-                queue,
+                (context.get("outsider_queues") or {}).get(name),
                 rec["phase"],
                 rec["node"] or "none",
-                (kai.get("pod_group") or {}).get("name"),
-                "; ".join(
-                    "%s (condition reason %s: %s)"
-                    % (
-                        ", ".join(r.get("specific_reasons") or []) or "no specific reason",
-                        r.get("reason"),
-                        r.get("message"),
-                    )
-                    for r in reasons
-                )
-                or "none",
+                pod_group.get("name"),
+                _reasons_text(pod_group.get("reasons") or []) or "none",
                 "; ".join(outsider_devices(rec)) or "none",
             )
         )
@@ -777,51 +806,37 @@ def _node_mechanisms(nodes):
     return mechanisms, details, fake
 
 
-def observed_isolation(nodes, records, plan=None):
-    """The isolation the cluster enforces, as (mechanism, detail): from KAI's configuration, the
-    fraction pods' env and the nodes' labels. Mechanisms: mig, mps, hami-core (a memory limit
-    per fraction), time-slicing (KAI fractions or the device plugin share a device with no
-    memory limit), none; "mixed" when several apply."""
-    mechanisms, details, fake = _node_mechanisms(nodes)
-    fake = fake or any(
-        (r["probe"] or {}).get("gpu_present") is False and r["devices"] for r in records
+ON_OFF = {True: "on", False: "off", None: "unknown"}
+
+
+def _enforcement_detail(enforcement):
+    """What KAI's configuration says of GPU sharing and HAMi-core, and where it was read."""
+
+    def one(key):
+        part = enforcement.get(key) or {}
+        return "%s (%s)" % (
+            ON_OFF[part.get("enabled")],
+            "; ".join(part.get("sources") or ["not read"]),
+        )
+
+    return "KAI: GPU sharing %s, HAMi-core %s" % (one("gpu_sharing"), one("hami_core"))
+
+
+def _fractions_detail(fractions, limited, mps):
+    portions = ", ".join(
+        "%s GPU_PORTION %s on %s" % (r["name"], r["visible"]["GPU_PORTION"], r["devices"])
+        for r in fractions
     )
-    enforcement = (plan or {}).get("enforcement") or {}
-    sharing = (enforcement.get("gpu_sharing") or {}).get("enabled")
-    hami = (enforcement.get("hami_core") or {}).get("enabled")
-    fractions = [r for r in records if r.get("gpu_fraction") and r["probe"] is not None]
-    limited = [r["name"] for r in fractions if MEMORY_LIMIT_ENV in (r.get("spec_env") or {})]
-    mps = [r["name"] for r in fractions if (r.get("annotations") or {}).get("mps") == "true"]
-    if enforcement:
-        details.append(
-            "KAI: GPU sharing %s (%s), HAMi-core %s (%s)"
-            % (
-                {True: "on", False: "off", None: "unknown"}[sharing],
-                "; ".join((enforcement.get("gpu_sharing") or {}).get("sources") or ["not read"]),
-                {True: "on", False: "off", None: "unknown"}[hami],
-                "; ".join((enforcement.get("hami_core") or {}).get("sources") or ["not read"]),
-            )
-        )
-    if fractions:
-        details.append(
-            "fraction pods: %s; %s set %s; %s annotated mps"
-            % (
-                ", ".join(
-                    "%s GPU_PORTION %s on %s"
-                    % (r["name"], r["visible"]["GPU_PORTION"], r["devices"])
-                    for r in fractions
-                ),
-                ", ".join(limited) or "none",
-                MEMORY_LIMIT_ENV,
-                ", ".join(mps) or "none",
-            )
-        )
-    if mps:
-        mechanisms.add("mps")
-    if hami or limited:
-        mechanisms.add("hami-core")
-    elif sharing and not mps:
-        mechanisms.add("time-slicing")
+    return "fraction pods: %s; %s set %s; %s annotated mps" % (
+        portions,
+        ", ".join(limited) or "none",
+        MEMORY_LIMIT_ENV,
+        ", ".join(mps) or "none",
+    )
+
+
+def _isolation_result(mechanisms, details, fake):
+    """(mechanism, detail) from the mechanisms found: none, one, or "mixed"."""
     detail = "; ".join(details or ["nothing read"])
     if fake:
         detail += (
@@ -832,8 +847,40 @@ def observed_isolation(nodes, records, plan=None):
         return "none", ("none: fake devices (%s)" if fake else "none (%s)") % detail
     if len(mechanisms) > 1:
         return "mixed", "%s (%s)" % ("+".join(sorted(mechanisms)), detail)
-    mech = mechanisms.pop()
+    mech = next(iter(mechanisms))
     return mech, "%s (%s)" % (mech, detail)
+
+
+def observed_isolation(nodes, records, plan=None):
+    """The isolation the cluster enforces, as (mechanism, detail): from KAI's configuration, the
+    fraction pods' env and the nodes' labels. Mechanisms: mig, mps, hami-core (a memory limit
+    per fraction), time-slicing (KAI fractions or the device plugin share a device with no
+    memory limit), none; "mixed" when several apply."""
+    mechanisms, details, fake = _node_mechanisms(nodes)
+    fake = fake or any(
+        (r["probe"] or {}).get("gpu_present") is False and r["devices"] for r in records
+    )
+    enforcement = (plan or {}).get("enforcement") or {}
+    fractions = [r for r in records if r.get("gpu_fraction") and r["probe"] is not None]
+    limited = [r["name"] for r in fractions if MEMORY_LIMIT_ENV in (r.get("spec_env") or {})]
+    mps = [r["name"] for r in fractions if (r.get("annotations") or {}).get("mps") == "true"]
+    if enforcement:
+        details.append(_enforcement_detail(enforcement))
+    if fractions:
+        details.append(_fractions_detail(fractions, limited, mps))
+    mechanisms |= _fraction_mechanisms(enforcement, limited, mps)
+    return _isolation_result(mechanisms, details, fake)
+
+
+def _fraction_mechanisms(enforcement, limited, mps):
+    """What isolates KAI's fractions: MPS where they ask for it, HAMi-core where it is on or a
+    fraction has a memory limit, else time slicing where GPU sharing is on."""
+    found = {"mps"} if mps else set()
+    if (enforcement.get("hami_core") or {}).get("enabled") or limited:
+        found.add("hami-core")
+    elif (enforcement.get("gpu_sharing") or {}).get("enabled") and not mps:
+        found.add("time-slicing")
+    return found
 
 
 def rule_isolation(pods, context):
@@ -1017,15 +1064,23 @@ def _pod_workload(rec, pool, outsiders):
             submitted=rec["submitted_at"] if kai.get("bind_failed") and eligible else None,
         )
     if eligible and not rec["started_at"] and pool and rec["submitted_at"]:
-        # Eligible work that never started: it would have held its portion of the GPU its
-        # reservation pod names, else of the pool's first GPU.
-        device = (kai.get("reservation") or {}).get("device")
-        node = kai.get("node") or rec["node"] or (kai.get("reservation") or {}).get("node")
-        gid = "%s/%s" % (node, device) if device and "%s/%s" % (node, device) in pool else pool[0]
+        # eligible work that never started: it would have held its portion of a GPU
+        gpus = [_held_gpu(rec, pool)]
         return cost.Workload(
-            name=rec["name"], gpus=[gid], portion=portion, submitted=rec["submitted_at"]
+            name=rec["name"], gpus=gpus, portion=portion, submitted=rec["submitted_at"]
         )
     return None
+
+
+def _held_gpu(rec, pool):
+    """The GPU eligible work that never started would have held a portion of: the one its
+    reservation pod names, else the pool's first."""
+    kai = rec.get("kai") or {}
+    reservation = kai.get("reservation") or {}
+    device = reservation.get("device")
+    node = kai.get("node") or rec["node"] or reservation.get("node")
+    gid = "%s/%s" % (node, device)
+    return gid if device and gid in pool else pool[0]
 
 
 def _hours_as_seconds(hours):

@@ -73,3 +73,13 @@ def age_s(obj, now):
 
 def in_scope(namespace, namespaces):
     return not namespaces or namespace in namespaces
+
+
+def group_by(items, key_of):
+    """{key: [items with that key]} in their order; an item whose key is None is left out."""
+    grouped = {}
+    for item in items or []:
+        found = key_of(item)
+        if found is not None:
+            grouped.setdefault(found, []).append(item)
+    return grouped

@@ -243,6 +243,38 @@ def read_webhooks(client, namespace):
     return [dict(h, ready_endpoints=ready[h["service"]]) for h in hooks]
 
 
+def _binder_args(deployments):
+    """The binder container's args as its Deployment gives them (None without a binder)."""
+    for dep in deployments or []:
+        if (dep.get("metadata") or {}).get("name") == F.BINDER:
+            pod_spec = ((dep.get("spec") or {}).get("template") or {}).get("spec") or {}
+            containers = pod_spec.get("containers") or []
+            return list(containers[0].get("args") or []) if containers else None
+    return None
+
+
+def _implementation(comps, deployments):
+    """(implementation, its label for reports, the faults it plays) of the components."""
+    implementation = "standin" if any(c["implementation"] == "standin" for c in comps) else "kai"
+    faults = sorted({f for d in deployments or [] if is_component(d) for f in F.standin_faults(d)})
+    label = F.IMPLEMENTATION_NAMES[implementation]
+    if faults:
+        label += " with faults: %s" % ", ".join(faults)
+    return implementation, label, faults
+
+
+def _all_rolled_out(comps, operator, cfg, webhooks):
+    """Every component rolled out and every webhook served. An operator install is rolled out
+    when the operator reconciled the Config's generation too; a chart that renders the
+    Deployments itself has no conditions to wait for."""
+    return (
+        bool(comps)
+        and all(c["rolled_out"] for c in comps)
+        and (operator is None or bool(cfg["current"] and cfg["ready"]))
+        and all(h["ready_endpoints"] for h in webhooks)
+    )
+
+
 def analyse(deployments, config, helm=None, server=None, webhooks=None):
     """The identity of the running KAI from its Deployments, kai-config, helm's status and its
     webhooks (``read_webhooks``)."""
@@ -253,20 +285,10 @@ def analyse(deployments, config, helm=None, server=None, webhooks=None):
     by_name = {c["name"]: c for c in comps}
     binder = by_name.get(F.BINDER)
     operator = by_name.get(F.OPERATOR)
-    binder_args = None
-    for dep in deployments or []:
-        if (dep.get("metadata") or {}).get("name") == F.BINDER:
-            containers = ((dep.get("spec") or {}).get("template") or {}).get("spec", {}).get(
-                "containers"
-            ) or []
-            binder_args = list(containers[0].get("args") or []) if containers else None
     admission = ((config or {}).get("spec") or {}).get("admission") or {}
-    implementation = "standin" if any(c["implementation"] == "standin" for c in comps) else "kai"
-    faults = sorted({f for d in deployments or [] if is_component(d) for f in F.standin_faults(d)})
-    label = F.IMPLEMENTATION_NAMES[implementation]
-    if faults:
-        label += " with faults: %s" % ", ".join(faults)
+    implementation, label, faults = _implementation(comps, deployments)
     cfg = config_state(config)
+    webhooks = list(webhooks or [])
     identity = {
         "version": binder["tag"] if binder else None,
         "version_source": "binder image tag",
@@ -279,20 +301,13 @@ def analyse(deployments, config, helm=None, server=None, webhooks=None):
         else None,
         "config": cfg,
         "components": [c for c in comps if c["name"] != F.OPERATOR],
-        "binder_flags": binder_args,
+        "binder_flags": _binder_args(deployments),
         "gpu_sharing": admission.get("gpuSharing"),
         "block_nvidia_visible_devices": admission.get("blockNvidiaVisibleDevices"),
         "kubernetes_version": (server or {}).get("gitVersion"),
-        "webhooks": list(webhooks or []),
+        "webhooks": webhooks,
+        "all_rolled_out": _all_rolled_out(comps, operator, cfg, webhooks),
     }
-    # An operator install is rolled out when the operator reconciled the Config's generation
-    # too; a chart that renders the Deployments itself has no conditions to wait for.
-    identity["all_rolled_out"] = (
-        bool(comps)
-        and all(c["rolled_out"] for c in comps)
-        and (operator is None or (cfg["current"] and cfg["ready"]))
-        and all(h["ready_endpoints"] for h in identity["webhooks"])
-    )
     identity["findings"] = findings(identity)
     identity["split"] = bool(identity["findings"])
     return identity

@@ -84,10 +84,44 @@ def pod_history(records, name):
     return out
 
 
+def _new_attempt(rec, uid, spec):
+    entry = {
+        "uid": uid,
+        "first_seen": rec["t"],
+        "first_seen_at": rec["at"],
+        "initial": [],  # keys the watch's starting LIST already showed
+        "phases": [],
+        "reason": None,
+        "failed_at": None,
+        "succeeded_at": None,
+        "deleted_at": None,
+        "gpu_groups": spec.get("selectedGPUGroups") or [],
+        "node": spec.get("selectedNode"),
+    }
+    if rec["type"] == INITIAL:
+        entry["initial"].append("first_seen")
+    return entry
+
+
+def _observe(entry, rec, status):
+    """One watch record of the BindRequest into its attempt: phases, reason, first times."""
+    phase = status.get("phase")
+    if phase and (not entry["phases"] or entry["phases"][-1] != phase):
+        entry["phases"].append(phase)
+    if status.get("reason"):
+        entry["reason"] = status["reason"]
+    at = {"Failed": "failed_at", "Succeeded": "succeeded_at"}.get(phase)
+    if at and entry[at] is None:
+        entry[at] = rec["t"]
+        if rec["type"] == INITIAL:
+            entry["initial"].append(at)
+    if rec["type"] == "DELETED":
+        entry["deleted_at"] = rec["t"]
+
+
 def attempts(records, pod_name):
     """Every BindRequest of a pod, by UID: created, phases seen, reason, deleted."""
     seen = {}
-    order = []
     for rec in records:
         obj = rec["object"]
         spec = obj.get("spec") or {}
@@ -95,40 +129,9 @@ def attempts(records, pod_name):
             continue
         uid = _meta(obj).get("uid")
         if uid not in seen:
-            seen[uid] = {
-                "uid": uid,
-                "first_seen": rec["t"],
-                "first_seen_at": rec["at"],
-                "initial": [],  # keys the watch's starting LIST already showed
-                "phases": [],
-                "reason": None,
-                "failed_at": None,
-                "succeeded_at": None,
-                "deleted_at": None,
-                "gpu_groups": spec.get("selectedGPUGroups") or [],
-                "node": spec.get("selectedNode"),
-            }
-            order.append(uid)
-            if rec["type"] == INITIAL:
-                seen[uid]["initial"].append("first_seen")
-        entry = seen[uid]
-        status = obj.get("status") or {}
-        phase = status.get("phase")
-        if phase and (not entry["phases"] or entry["phases"][-1] != phase):
-            entry["phases"].append(phase)
-        if status.get("reason"):
-            entry["reason"] = status["reason"]
-        if phase == "Failed" and entry["failed_at"] is None:
-            entry["failed_at"] = rec["t"]
-            if rec["type"] == INITIAL:
-                entry["initial"].append("failed_at")
-        if phase == "Succeeded" and entry["succeeded_at"] is None:
-            entry["succeeded_at"] = rec["t"]
-            if rec["type"] == INITIAL:
-                entry["initial"].append("succeeded_at")
-        if rec["type"] == "DELETED":
-            entry["deleted_at"] = rec["t"]
-    out = [seen[u] for u in order]
+            seen[uid] = _new_attempt(rec, uid, spec)
+        _observe(seen[uid], rec, obj.get("status") or {})
+    out = list(seen.values())  # in the order first seen
     for entry in out:
         entry["cause"] = classify(entry["reason"]) if entry["failed_at"] is not None else None
     return out

@@ -262,11 +262,9 @@ def rehearsal_of(report, name):
     if (report or {}).get("kind") != "rollout" or not rollback:
         return None
     by_rollback_yml = change.get("operation") == "rollback"
-    start = (
-        entry.get("current_version") or (change.get("after") or {}).get("version")
-        if by_rollback_yml
-        else (change.get("after") or {}).get("version")
-    )
+    start = (change.get("after") or {}).get("version")
+    if by_rollback_yml:
+        start = entry.get("current_version") or start
     out = {
         "cluster": name,
         "operation": "rollback.yml"
@@ -283,18 +281,24 @@ def rehearsal_of(report, name):
         "implementation": entry.get("implementation_label"),
     }
     recorded = app_version((change.get("before") or {}).get("version"))
+    problems = _rehearsal_problems(entry.get("decision"), rollback, out["to"], recorded)
+    out["passed"] = not problems
+    out["problem"] = "; ".join(problems) or None
+    return out
+
+
+def _rehearsal_problems(decision, rollback, runs_after, recorded):
+    """Why a rollback on record does not count as a rehearsal (none: it does)."""
     problems = []
-    if entry.get("decision") != "rolled_back":
-        problems.append("decision %s" % entry.get("decision"))
+    if decision != "rolled_back":
+        problems.append("decision %s" % decision)
     if rollback.get("status") != "done":
         problems.append("rollback %s" % (rollback.get("status") or "not done"))
     if rollback.get("verified") is not True:
         problems.append("its verification did not pass")
-    if recorded and out["to"] != recorded:
-        problems.append("it runs %s after it, not the recorded %s" % (out["to"], recorded))
-    out["passed"] = not problems
-    out["problem"] = "; ".join(problems) or None
-    return out
+    if recorded and runs_after != recorded:
+        problems.append("it runs %s after it, not the recorded %s" % (runs_after, recorded))
+    return problems
 
 
 def _members(report, cluster, group, peers):
@@ -514,6 +518,12 @@ def decide(record):
     verified = any(g.get("stage") == "verify" for g in gates)
     if not verify_failed and verified and not change.get("error"):
         return "approved" if rehearsed(record) or waiver_given(record) else "not_approved"
+    return _by_policy(change, gates, verify_failed)
+
+
+def _by_policy(change, gates, verify_failed):
+    """The decision of a change whose verification or upgrade failed: what the failed-gate
+    policy did about it."""
     rollback = change.get("rollback") or {}
     policy = (change.get("policy") or {}).get("policy") or "rollback"
     if rollback:
@@ -522,7 +532,8 @@ def decide(record):
         return "rollback_failed"
     if policy == "pause":
         return "paused"
-    if policy == "continue" and verify_failed and change.get("upgrade", {}).get("status") == "done":
+    upgraded = (change.get("upgrade") or {}).get("status") == "done"
+    if policy == "continue" and verify_failed and upgraded:
         return "continued"
     return "failed"
 

@@ -54,6 +54,17 @@ OPERATOR_MANAGED = "app.kubernetes.io/managed-by=kai-operator"
 KAI_CONFIG = "Config//kai-config"
 
 
+def _unpulled(pod):
+    """The pod's container statuses (init containers first) waiting on an image not pulled."""
+    status = pod.get("status") or {}
+    return [
+        c
+        for c in (status.get("initContainerStatuses") or [])
+        + (status.get("containerStatuses") or [])
+        if ((c.get("state") or {}).get("waiting") or {}).get("reason") in UNPULLED
+    ]
+
+
 def stuck_hooks(jobs, pods):
     """The Helm hook Jobs (annotation ``helm.sh/hook``) not finished whose pods wait on an image
     that was not pulled: [{job, uid, resource_version, hook, pod, image, reason, message}].
@@ -75,13 +86,7 @@ def stuck_hooks(jobs, pods):
         if not hook or (job.get("status") or {}).get("succeeded"):
             continue
         for pod in by_job.get(meta.get("uid")) or []:
-            status = pod.get("status") or {}
-            waiting = [
-                c
-                for c in (status.get("initContainerStatuses") or [])
-                + (status.get("containerStatuses") or [])
-                if ((c.get("state") or {}).get("waiting") or {}).get("reason") in UNPULLED
-            ]
+            waiting = _unpulled(pod)
             if waiting:
                 why = waiting[0]["state"]["waiting"]
                 out.append({

@@ -22,6 +22,7 @@ __metaclass__ = type
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import (
     age_s,
     condition,
+    group_by,
     in_scope,
     is_bound,
     is_live,
@@ -121,6 +122,13 @@ def _devices_read_by_group(pods, configmaps, reservation_namespace, bound):
     return out
 
 
+def _live_reservation_group(pod, reservation_namespace):
+    """The GPU group of a live reservation pod, else None."""
+    if meta(pod).get("namespace") != reservation_namespace or not is_live(pod):
+        return None
+    return labels(pod).get(GPU_GROUP_LABEL) or None
+
+
 class Context(object):
     """What the rules read: the cluster's objects, indexed once, and earlier findings."""
 
@@ -156,19 +164,16 @@ class Context(object):
         self.failed_brs = [
             b for b in self.bind_requests if (b.get("status") or {}).get("phase") == "Failed"
         ]
-        self.failed_by_pod = {}
-        for br in self.failed_brs:
-            pod_key = "%s/%s" % (meta(br).get("namespace"), (br.get("spec") or {}).get("podName"))
-            self.failed_by_pod.setdefault(pod_key, []).append(br)
+        self.failed_by_pod = group_by(
+            self.failed_brs,
+            lambda br: "%s/%s" % (meta(br).get("namespace"), (br.get("spec") or {}).get("podName")),
+        )
         # GPU group -> its live reservation pods, oldest first: KAI makes one per group (its
         # name is deterministic since v0.16.0); a second one is KAI-Scheduler #1673's state.
-        self.reservations = {}
-        for pod in sorted(
-            self.pods, key=lambda p: (meta(p).get("creationTimestamp") or "", key(p))
-        ):
-            group = labels(pod).get(GPU_GROUP_LABEL)
-            if group and meta(pod).get("namespace") == reservation_namespace and is_live(pod):
-                self.reservations.setdefault(group, []).append(pod)
+        self.reservations = group_by(
+            sorted(self.pods, key=lambda p: (meta(p).get("creationTimestamp") or "", key(p))),
+            lambda pod: _live_reservation_group(pod, reservation_namespace),
+        )
         # GPU group -> the device IDs its live bound pods read: which of two reservation pods
         # of a group the work uses
         self.devices_read = _devices_read_by_group(

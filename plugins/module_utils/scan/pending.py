@@ -41,6 +41,7 @@ import re
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import (
     age_s,
     condition,
+    group_by,
     is_bound,
     is_live,
     iso,
@@ -147,6 +148,26 @@ def _event_time(event):
     )
 
 
+def _reservation_group(pod):
+    """The GPU group of a reservation pod not being deleted, else None."""
+    if meta(pod).get("deletionTimestamp"):
+        return None
+    return labels(pod).get(GPU_GROUP_LABEL) or None
+
+
+def _live_member_of(pod):
+    """namespace/PodGroup of a live pod that names its PodGroup, else None."""
+    group = annotations(pod).get(POD_GROUP_ANNOTATION)
+    if group and is_live(pod):
+        return "%s/%s" % (meta(pod).get("namespace"), group)
+    return None
+
+
+def _involved(event):
+    involved = event.get("involvedObject") or {}
+    return (involved.get("kind"), involved.get("namespace"), involved.get("name"))
+
+
 class Context(object):
     """The snapshot, indexed once: what every rule may read."""
 
@@ -163,28 +184,16 @@ class Context(object):
         self.queues = {meta(q).get("name"): q for q in snapshot.get("queues") or []}
         self.nodes = snapshot.get("nodes") or []
         self.configmaps = snapshot.get("configmaps") or []
-        self.brs_by_pod = {}
-        for br in snapshot.get("bindrequests") or []:
-            pod_key = "%s/%s" % (meta(br).get("namespace"), (br.get("spec") or {}).get("podName"))
-            self.brs_by_pod.setdefault(pod_key, []).append(br)
+        self.brs_by_pod = group_by(
+            snapshot.get("bindrequests"),
+            lambda br: "%s/%s" % (meta(br).get("namespace"), (br.get("spec") or {}).get("podName")),
+        )
         # GPU group -> its reservation pods, failed ones too: a failed one is a cause's proof
-        self.reservations = {}
-        for pod in snapshot.get("reservation_pods") or []:
-            group = labels(pod).get(GPU_GROUP_LABEL)
-            if group and not meta(pod).get("deletionTimestamp"):
-                self.reservations.setdefault(group, []).append(pod)
-        self.members = {}  # namespace/PodGroup -> its live pods
-        for pod in self.pods:
-            group = annotations(pod).get(POD_GROUP_ANNOTATION)
-            if group and is_live(pod):
-                self.members.setdefault("%s/%s" % (meta(pod).get("namespace"), group), []).append(
-                    pod
-                )
-        self.events = {}  # (kind, namespace, name) -> its events, newest first
-        for event in snapshot.get("events") or []:
-            involved = event.get("involvedObject") or {}
-            ref = (involved.get("kind"), involved.get("namespace"), involved.get("name"))
-            self.events.setdefault(ref, []).append(event)
+        self.reservations = group_by(snapshot.get("reservation_pods"), _reservation_group)
+        # namespace/PodGroup -> its live pods
+        self.members = group_by(self.pods, _live_member_of)
+        # (kind, namespace, name) -> its events, newest first
+        self.events = group_by(snapshot.get("events"), _involved)
         for found in self.events.values():
             found.sort(key=lambda e: iso(_event_time(e)) or "", reverse=True)
         self.components = component_states(snapshot, self)

@@ -119,3 +119,25 @@ def test_the_figures_name_packages_long_functions_and_the_count_over_bounds(tmp_
 def test_a_folder_without_module_utils_is_named(tmp_path, capsys):
     assert code_figures.main(["--root", str(tmp_path)]) == 2
     assert "no plugins/module_utils under --root" in capsys.readouterr().out
+
+
+def test_the_check_names_each_function_over_a_bound_and_fails(tmp_path, capsys):
+    utils = tmp_path / "plugins" / "module_utils"
+    utils.mkdir(parents=True)
+    (utils / "a.py").write_text(branches(21))
+    (utils / "b.py").write_text("def g():\n" + "    y = 1\n" * 60)
+    assert code_figures.main(["--root", str(tmp_path), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "plugins/module_utils/a.py:1: f is complexity 22 (at most 20)" in out
+    assert "plugins/module_utils/b.py:1: g is 61 lines (at most 60)" in out
+
+
+def test_the_check_passes_at_the_bounds_and_sees_methods(tmp_path, capsys):
+    utils = tmp_path / "plugins" / "module_utils"
+    utils.mkdir(parents=True)
+    (utils / "a.py").write_text(branches(19))
+    (utils / "b.py").write_text("def g():\n" + "    y = 1\n" * 59)
+    assert code_figures.main(["--root", str(tmp_path), "--check"]) == 0
+    (utils / "c.py").write_text("class C:\n    def h(self):\n" + "        y = 2\n" * 70)
+    assert code_figures.main(["--root", str(tmp_path), "--check"]) == 1
+    assert "c.py:2: h is 71 lines (at most 60)" in capsys.readouterr().out
