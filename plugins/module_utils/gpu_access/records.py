@@ -381,7 +381,10 @@ def kai_view(name, snapshots, spec_env):
         "configmap": cm_name,
         "configmap_seen": cm_seen is not None,
         "configmap_data": None if cm_seen is None else cm_seen.get(cm_name),
-        "pod_group": _last([(s.get("pod_groups") or {}).get(name) for s in seen]),
+        "pod_group": next(
+            (s["pod_groups"][name] for s in reversed(seen) if name in (s.get("pod_groups") or {})),
+            None,
+        ),
         "bind_request": bind_requests[-1] if bind_requests else None,
         "bind_failed": any(br.get("phase") == "Failed" for br in bind_requests),
         "reservation": _reservation(seen, groups),

@@ -203,12 +203,14 @@ def _configmap_problems(rec, kai):
     name, visible = rec["name"], rec["visible"]
     refs = {k: (rec.get("spec_env", {}).get(k) or {}).get("configmap") for k in SHARING_ENV}
     cm = kai.get("configmap")
+    problems = []
     if not cm or any(refs[k] != cm for k in SHARING_ENV):
-        return [
+        problems.append(
             "%s: its pod spec does not take %s from one ConfigMap (%s)"
             % (name, ", ".join(SHARING_ENV), refs)
-        ]
-    problems = []
+        )
+    if not cm:
+        return problems
     prefix = (rec.get("annotations") or {}).get("runai/shared-gpu-configmap")
     if prefix and not cm.startswith(prefix + "-"):
         problems.append(

@@ -244,13 +244,15 @@ def read_webhooks(client, namespace):
 
 
 def _binder_args(deployments):
-    """The binder container's args as its Deployment gives them (None without a binder)."""
+    """The binder container's args as its Deployment gives them (None without a binder; the
+    last one listed, as the components' states keep it, were there several)."""
+    args = None
     for dep in deployments or []:
         if (dep.get("metadata") or {}).get("name") == F.BINDER:
             pod_spec = ((dep.get("spec") or {}).get("template") or {}).get("spec") or {}
             containers = pod_spec.get("containers") or []
-            return list(containers[0].get("args") or []) if containers else None
-    return None
+            args = list(containers[0].get("args") or []) if containers else None
+    return args
 
 
 def _implementation(comps, deployments):

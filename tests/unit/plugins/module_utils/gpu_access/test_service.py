@@ -524,6 +524,17 @@ def test_rule_fractional_fails_when_the_configmap_was_never_seen():
     assert verdict == ga.FAILED and "was not seen while the pod ran" in observed
 
 
+def test_rule_fractional_reports_every_reason_of_a_pod_not_only_the_first():
+    # the pod spec reads one key from elsewhere, and KAI's ConfigMap was never seen: both show
+    recs = fractional_records()
+    recs[0]["spec_env"]["GPU_PORTION"] = {"configmap": "elsewhere", "key": "GPU_PORTION"}
+    recs[0]["kai"]["configmap_seen"] = False
+    verdict, observed, _unused = ga.rule_fractional(recs, KAI_CONTEXT)
+    assert verdict == ga.FAILED
+    assert "does not take NVIDIA_VISIBLE_DEVICES" in observed, observed
+    assert "ConfigMap %s-0 was not seen while the pod ran" % PREFIX_F in observed, observed
+
+
 def sharing_records(groups=(GROUP_S, GROUP_S), devices=(DEV_B, DEV_B), together=TOGETHER,
                     portions=("0.50", "0.50"), b_start="2026-11-30T07:53:58.9Z"):  # fmt: skip
     pods, running, cms, reservations, logs = [], [], [], [], {}
