@@ -47,7 +47,9 @@ INITIAL = "INITIAL"
 
 
 def pod_history(records, name):
-    """Times (controller monotonic) a pod was first seen bound, Running, Succeeded, Failed.
+    """Times (controller monotonic) a pod was first seen bound, Running, Succeeded, Failed, and
+    when it was deleted if the last record of it is its deletion (``last`` None: the watches
+    never saw it).
 
     ``initial`` names the states the watch's starting LIST already showed: they were reached
     before the watch began, at a time no record gives."""
@@ -57,6 +59,7 @@ def pod_history(records, name):
         "succeeded": None,
         "failed": None,
         "last": None,
+        "deleted": None,
         "initial": [],
     }
 
@@ -72,7 +75,9 @@ def pod_history(records, name):
             continue
         out["last"] = obj
         if rec["type"] == "DELETED":
+            out["deleted"] = rec["t"]
             continue
+        out["deleted"] = None  # made again under its name: the last one counts
         phase = (obj.get("status") or {}).get("phase")
         if (obj.get("spec") or {}).get("nodeName"):
             seen("bound", rec)

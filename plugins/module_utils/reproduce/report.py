@@ -196,14 +196,19 @@ def _bound_text(w):
 
 
 def _observed(w):
-    """One workload as observed: bound, or Pending with its failed attempts and first reason."""
+    """One workload as observed: absent, bound, or Pending with its failed attempts and first
+    reason; deleted while watched, if it was."""
+    if w.get("seen") is False:
+        return "%s not found: it no longer existed when the window opened" % w["name"]
+    gone = ", then deleted" if w.get("deleted") else ""
     if w["node"]:
-        return "%s bound (%s)" % (w["name"], _bound_text(w))
+        return "%s bound (%s)%s" % (w["name"], _bound_text(w), gone)
     reason = next((a["reason"] for a in w["attempts"] if a.get("reason")), None)
-    return "%s Pending, %d failed attempts%s" % (
+    return "%s Pending, %d failed attempts%s%s" % (
         w["name"],
         w["failed_attempts"],
         ", " + reason if reason else "",
+        gone,
     )
 
 

@@ -180,6 +180,9 @@ def workload_observation(records, workload):
         "submit_to_running_s": since["running"],
         "submit_to_completed_s": since["succeeded"],
         "bound_before_window": "bound" in hist["initial"],
+        # the pod as the watches saw it: never (gone before the window opened), or deleted in it
+        "seen": hist["last"] is not None,
+        "deleted": hist["deleted"] is not None,
         "completed": hist["succeeded"] is not None,
         "attempts": [
             dict(

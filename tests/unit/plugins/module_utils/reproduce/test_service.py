@@ -590,3 +590,29 @@ def test_builds_table_gives_the_binder_flags_whole():
     assert "| 11, listed below |" in text
     listed = [x[3:-1] for x in text.splitlines() if x.startswith("- `--")]
     assert listed == flags
+
+
+# ------------------------------------- a pod gone before or during the window is said so
+
+
+def test_a_pod_the_watches_never_saw_is_reported_as_gone_not_as_pending():
+    # make test under two CPU burners: KAI bound the stuck pod during the switch of build and
+    # deleted it (its reservation pod was gone) before recovery/observe's window opened
+    obs = observation({"pods": [], "bindrequests": []}, name="stuck")
+    assert obs["seen"] is False and obs["node"] is None and obs["phase"] is None
+    assert R._observed(obs) == "stuck not found: it no longer existed when the window opened"
+
+
+def test_a_pod_deleted_in_the_window_is_reported_deleted_unless_made_again():
+    bound = pod("p", "n1", "Running")
+    deleted = {
+        "pods": [rec(1.0, "MODIFIED", bound), rec(1.5, "DELETED", bound)],
+        "bindrequests": [],
+    }
+    obs = observation(deleted)
+    assert obs["seen"] is True and obs["deleted"] is True
+    assert R._observed(obs).startswith("p bound (") and R._observed(obs).endswith(", then deleted")
+    again = dict(deleted, pods=deleted["pods"] + [rec(2.0, "ADDED", pod("p", uid="u2"))])
+    obs = observation(again)
+    assert obs["deleted"] is False
+    assert R._observed(obs) == "p Pending, 0 failed attempts"
