@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from .cluster import Lab
@@ -36,16 +37,23 @@ def _print_kai(lab: Lab) -> None:
         )
 
 
-def _side_by_side(labs: list[Lab]) -> None:
+def _fleet_up(labs: list[Lab]) -> None:
+    """Bring a fleet up: what touches the host or the shared caches one cluster at a time,
+    the host's own first (it sets the host up); then every cluster's own processes and KAI
+    side by side, each waiting on its own API server and node."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if not labs:
-        return
+    started = time.monotonic()
+    down = [lab for lab in labs if not lab.already_up()]
+    for lab in down:
+        lab.prepare()
+    labs[0].prepare_shared()
     with ThreadPoolExecutor(max_workers=len(labs)) as pool:
-        futures = [pool.submit(lab.up) for lab in labs]
+        futures = [pool.submit(lab.up, prepared=True) for lab in labs]
     errors = [f.exception() for f in futures if f.exception() is not None]
     if errors:
         raise errors[0]
+    print(f"fleet of {len(labs)} clusters up in {time.monotonic() - started:.1f}s", flush=True)
 
 
 def _env(lab: Lab, fleet: list[LabConfig]) -> None:
@@ -145,10 +153,10 @@ def main(argv: list[str] | None = None) -> int:
 
             build_all()
         elif args.cmd == "up":
-            lab_of(cfg).up()
-            # the host's own cluster first (it builds what all share and sets the host up),
-            # then the others side by side: each waits on its own API server and node
-            _side_by_side([lab_of(c, f"[{c.name}] ") for c in fleet[1:]])
+            if len(fleet) == 1:
+                lab.up()
+            else:
+                _fleet_up([lab, *(lab_of(c, f"[{c.name}] ") for c in fleet[1:])])
         elif args.cmd == "down":
             # every cluster on the machine, whatever LAB_CLUSTERS says; the host's own last
             leftovers = []

@@ -55,6 +55,7 @@ class Lab:
         self.kai_bundle = kai_bundle
         self.versions = load_versions()
         self._binaries: Binaries | None = None
+        self.built: dict | None = None  # build.build_all()'s result, once _build ran
 
     # ------------------------------------------------------------ helpers
 
@@ -128,7 +129,9 @@ class Lab:
                 return False
         return True
 
-    def up(self) -> None:
+    def up(self, prepared: bool = False) -> None:
+        """Converge the cluster; `prepared`: its host side is set up already (a fleet's up ran
+        prepare() for it, or found it up), so nothing here touches the host."""
         started = time.monotonic()
         if self.already_up():
             self.log(f"lab {self.cfg.name} already up (make lab-status shows it)")
@@ -136,10 +139,8 @@ class Lab:
             if self.wants_kai:
                 self._step(self._kai_title(), self.install_kai)
             return
-        self._step("build programs (cached by version)", self._build)
-        self._step("record host state", lambda: host.record(self.cfg))
-        self._step("host network", lambda: host.setup_network(self.cfg))
-        self._step("state folder", self._state)
+        if not prepared:
+            self.prepare()
         self._step("certificates and kubeconfigs", self._pki)
         for comp in self.plan():
             self._step(f"start {comp.name}", lambda c=comp: self._ensure(c))
@@ -151,6 +152,30 @@ class Lab:
         if self.wants_kai:
             self._step(self._kai_title(), self.install_kai)
         self.log(f"lab {self.cfg.name} up in {time.monotonic() - started:.1f}s")
+
+    def prepare(self) -> None:
+        """The steps that change the host (its tables, links, namespaces and mounts) or fill
+        the program cache: a fleet runs them one cluster at a time, the host's own first."""
+        self._step("build programs (cached by version)", self._build)
+        self._step("record host state", lambda: host.record(self.cfg))
+        self._step("host network", lambda: host.setup_network(self.cfg))
+        self._step("state folder", self._state)
+
+    def prepare_shared(self) -> None:
+        """Fill the caches every cluster's up reads (the lab's image archives, the stand-in's
+        image and its charts) once, so clusters started side by side only read them."""
+        from . import images as lab_images
+
+        if self.built is None:
+            self._build()
+        lab_images.build_lab_images(self.versions, self.built, log=self.log)
+        if not self.wants_kai:
+            return
+        paths = build.build_family(self.versions, "kai-standin", self.log)
+        lab_images.build_standin(self.standin_image_ref(), paths["kai-standin"], log=self.log)
+        if not self.kai_bundle:
+            kai.publish_charts(self)  # the version pair's charts and the faulted builds'
+            kai.standin_target(self, self.kai_version)  # and the chart of the version installed
 
     # ------------------------------------------------------------ KAI
 
@@ -327,6 +352,8 @@ class Lab:
     def _images(self) -> None:
         from . import images
 
+        if self.built is None:  # a fleet's cluster that was up when its up began, then stopped
+            self._build()
         present = set(self.ctr("images", "ls", "-q").stdout.split())
         for ref, tar in images.build_lab_images(self.versions, self.built, log=self.log):
             if ref not in present:

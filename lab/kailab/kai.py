@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tarfile
@@ -136,7 +137,7 @@ def package_standin_chart(
     if wanted.exists():
         return wanted
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         chart = Path(tmp) / "kai-scheduler"
         shutil.copytree(CHART_SRC, chart)
         values = chart / "values.yaml"
@@ -156,13 +157,13 @@ def package_standin_chart(
             "--app-version",
             version,
             "-d",
-            str(out_dir),
+            tmp,
         )
-    built = sorted(out_dir.glob(f"kai-scheduler-{version}*.tgz"))
-    if not built:
-        raise LabError(f"Failed to package the stand-in chart {version}: no package in {out_dir}")
-    if built[0] != wanted:
-        built[0].rename(wanted)
+        built = sorted(Path(tmp).glob(f"kai-scheduler-{version}*.tgz"))
+        if not built:
+            raise LabError(f"Failed to package the stand-in chart {version}: no package in {tmp}")
+        # whole or not at all: another up may read the cache at the same time
+        os.replace(built[0], wanted)
     return wanted
 
 
