@@ -349,7 +349,7 @@ def test_rollout_check_over_three_clusters_reports_the_fleet_in_wave_order(
     assert "APPROVED**" not in "".join(lines).replace("NOT_APPROVED", "")
     assert "wave 1 (canary) 0/0; wave 2 0/1" in fleet_md and "Not started: none." in fleet_md
     # the per-cluster sections stay, after the fleet's (a bare "c3" can occur in the run's
-    # random id above both: the headings are compared)
+    # id or the collection's commit above both, as it did: the headings are compared)
     assert "## Cluster" in markdown and markdown.index("## Fleet") < markdown.index("## Cluster")
     assert sha256sum_ok(bundle)
 
