@@ -62,6 +62,18 @@ options:
     description: For C(phase=observe), the plant phase's C(workloads).
     type: list
     elements: dict
+  switch_to:
+    description:
+      - For C(phase=observe) started (with C(async)) before the install of the next build - that
+        build's tag. The watches start at once; the window opens once KAI runs this build rolled
+        out, read from the running components as M(kaiops.runbooks.kai_identify) reads them, so
+        a bind or a deletion during the switch is recorded, not missed.
+      - Left out, the window opens when the module starts.
+    type: str
+  switch_timeout_s:
+    description: How long to wait for C(switch_to) to roll out, in seconds; past it, a failed check.
+    type: int
+    default: 300
   placement:
     description: Pod spec fields (C(spec.nodeSelector), C(spec.tolerations)) for the fixture pods.
     type: dict
@@ -173,6 +185,8 @@ def argspec():
             "namespace_prefix": {"type": "str", "default": "kaiops-repro"},
             "namespace": {"type": "str"},
             "workloads": {"type": "list", "elements": "dict"},
+            "switch_to": {"type": "str"},
+            "switch_timeout_s": {"type": "int", "default": 300},
             "placement": {"type": "dict", "default": {}},
             "probe_placement": {"type": "dict", "default": {}},
             "image": {"type": "str", "default": "docker.io/library/busybox:kaiops-1.35.0"},

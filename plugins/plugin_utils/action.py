@@ -26,7 +26,9 @@ runs the plugin:
    one: a host of this collection is a cluster;
 6. runs the module on the controller, in the Python that runs Ansible (where the collection's
    requirements are installed), whatever the host's connection: a host of this collection is
-   a Kubernetes cluster, reached through its API server with a kubeconfig on the controller.
+   a Kubernetes cluster, reached through its API server with a kubeconfig on the controller;
+7. runs it in the background when the task says ``async`` (as Ansible's own action does):
+   reproduce's recovery case watches the stuck work while the next build is installed.
 
 The module is the one the task names, found through the module loader (redirects included):
 the task's ``resolved_action`` names the action plugin, which for a routed module is the shared
@@ -78,6 +80,7 @@ def controller_args(code, args, context, facts=None):
 
 class KaiopsModuleAction(ActionBase):
     TRANSFERS_FILES = False
+    _supports_async = True
 
     def extra_args(self, task_vars):
         """Arguments a subclass adds from the task's variables (none by default)."""
@@ -111,7 +114,15 @@ class KaiopsModuleAction(ActionBase):
             local._shell.set_options()
             self._connection = local
         task_vars = dict(task_vars, ansible_python_interpreter=sys.executable)
-        return self._execute_module(module_name=action, module_args=args, task_vars=task_vars)
+        # the module's temporary folder goes in ActionBase.cleanup, kept while an async job runs
+        wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
+        if wrap_async:
+            # where async_status looks: ~ as the user's home, not $HOME, which the job would use
+            shell = self._connection._shell
+            shell.set_option("async_dir", self._remote_expand_user(shell.get_option("async_dir")))
+        return self._execute_module(
+            module_name=action, module_args=args, task_vars=task_vars, wrap_async=wrap_async
+        )
 
 
 def cluster_from_host(code, args, task_vars):

@@ -26,6 +26,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as I
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
@@ -255,6 +256,23 @@ class CaseRun(object):
             st["submitted_t"], st["submitted_wall"] = opened
         return self.follow(rec, states, "binds", self.p["window_s"])
 
+    def _open_window(self, extra, opened, restarts):
+        """Recovery's observe phase started before the switch of build (``switch_to``): the
+        window opens once KAI runs the next build rolled out, read as kai_identify reads it, so
+        the watches already hold what KAI did to the stuck work during the switch (a bind, or a
+        deletion: CONTRACT.md, 'A retried bind that loses its reservation pod'). Returns the
+        window's opening and the binder's restarts then (the old build's pods are gone)."""
+        version = self.p.get("switch_to")
+        if not version:
+            return opened, restarts
+        identity, took, ok, reasons = I.wait_rolled_out(
+            self.client, self.p["kai_namespace"], version, self.p["switch_timeout_s"]
+        )
+        if not self.build.get("implementation"):
+            self.build["implementation"] = identity.get("implementation")
+        extra["switch"] = {"to": version, "seconds": took, "rolled_out": ok, "reasons": reasons}
+        return (self.clock(), self.wall()), self.restarts()
+
     def _case_workloads(self):
         if self.case == "concurrency":
             return [
@@ -318,6 +336,17 @@ class CaseRun(object):
                     else "pass",
                     "figure": "timed out after %ss" % self.p["window_s"],
                     "expected": "every workload reached its outcome",
+                }
+            )
+        switch = extra.get("switch")
+        if switch:
+            checks.append(
+                {
+                    "name": "%s rolled out" % switch["to"],
+                    "result": "pass" if switch["rolled_out"] else "fail",
+                    "figure": "%ss" % switch["seconds"]
+                    + ("" if switch["rolled_out"] else ": " + "; ".join(switch["reasons"])),
+                    "expected": "within %ss" % self.p["switch_timeout_s"],
                 }
             )
         if self.case == "recovery" and self.p.get("phase") != "observe":
@@ -388,6 +417,7 @@ class CaseRun(object):
         restarts_before = self.restarts()
         # The observe phase's window opens before the watches' first LIST, on their clock: what
         # that LIST already shows (a pod bound meanwhile) happened before it, and is not timed.
+        # Started before a switch of build, it opens later, once the build runs (_open_window).
         opened = (self.clock(), self.wall())
         rec = self.start_watches()
         states = []
@@ -395,6 +425,7 @@ class CaseRun(object):
         extra = {}
         try:
             if self._observing():
+                opened, restarts_before = self._open_window(extra, opened, restarts_before)
                 timed_out = self._observe_planted(rec, states, opened)
             else:
                 timed_out = self._plant_and_follow(rec, states, expect, extra)

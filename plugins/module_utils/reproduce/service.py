@@ -179,7 +179,9 @@ def workload_observation(records, workload):
         "submit_to_bound_s": since["bound"],
         "submit_to_running_s": since["running"],
         "submit_to_completed_s": since["succeeded"],
-        "bound_before_window": "bound" in hist["initial"],
+        # bound before the LIST, or watched binding before the window (during a switch of build)
+        "bound_before_window": "bound" in hist["initial"]
+        or (hist["bound"] is not None and submitted is not None and hist["bound"] < submitted),
         # the pod as the watches saw it: never (gone before the window opened), or deleted in it
         "seen": hist["last"] is not None,
         "deleted": hist["deleted"] is not None,

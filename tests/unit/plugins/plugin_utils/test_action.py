@@ -133,3 +133,70 @@ def test_every_module_that_keeps_a_record_is_given_its_cluster():
         if "cluster" in code(name).argspec() and "evidence_dir" in code(name).argspec():
             if "kai_rollout_" in name:
                 assert getattr(code(name), "CLUSTER_FROM_HOST", False), name
+
+
+def test_a_module_runs_in_the_background_under_async_and_its_result_is_collected(tmp_path):
+    # reproduce's recovery case watches the stuck work while the next build is installed: the
+    # shared action plugin must start the module as Ansible's async does, and async_status must
+    # hand back the module's own result.
+    from playbook_run import run_playbook, write_inventory
+
+    inventory = tmp_path / "hosts.yml"
+    write_inventory(inventory, {"c1": {}})
+    play = tmp_path / "async.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "c1",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "kaiops.runbooks.kai_reproduce_plan": {
+                                "cases": ["nil_data"],
+                                "builds": [PATCHED],
+                                "install": False,
+                                "window_s": 30,
+                                "concurrency": 2,
+                            },
+                            "async": 60,
+                            "poll": 0,
+                            "register": "job",
+                        },
+                        {
+                            "ansible.builtin.assert": {
+                                "that": ["job.ansible_job_id is defined", "job.plan is undefined"]
+                            }
+                        },
+                        {
+                            "ansible.builtin.async_status": {"jid": "{{ job.ansible_job_id }}"},
+                            # the job runs on the controller, whatever the host's connection
+                            "delegate_to": "localhost",
+                            "register": "done",
+                            "until": "done is finished",
+                            "retries": 60,
+                            "delay": 1,
+                        },
+                        {
+                            "ansible.builtin.copy": {
+                                "content": "{{ done.plan | to_json }}",
+                                "dest": str(tmp_path / "plan.json"),
+                            },
+                            "delegate_to": "localhost",
+                        },
+                        {
+                            "ansible.builtin.async_status": {
+                                "jid": "{{ job.ansible_job_id }}",
+                                "mode": "cleanup",
+                            },
+                            "delegate_to": "localhost",
+                        },
+                    ],
+                }
+            ]
+        )
+    )
+    done, _ = run_playbook(tmp_path, str(play), inventory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = yaml.safe_load((tmp_path / "plan.json").read_text())
+    assert [b["version"] for b in plan["builds"]] == [PATCHED] and plan["cases"] == ["nil_data"]

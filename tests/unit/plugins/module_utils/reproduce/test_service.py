@@ -438,7 +438,7 @@ def test_a_pod_the_watchs_first_list_shows_bound_has_no_submit_to_bound_time():
 def test_a_record_before_the_submission_stamp_is_not_timed():
     records = {"pods": [rec(0.4, "MODIFIED", pod("p", "n1", "Running"))], "bindrequests": []}
     obs = observation(records, submitted=0.5)
-    assert obs["submit_to_bound_s"] is None and obs["bound_before_window"] is False
+    assert obs["submit_to_bound_s"] is None and obs["bound_before_window"] is True
     assert obs["timing_notes"][0] == "bound: seen 0.100 s before the submission stamp; not timed"
     assert W.latency([obs["submit_to_bound_s"]], 1)["count"] == 0
 
@@ -466,13 +466,14 @@ class WatchedRecords:
         pass
 
 
-def test_recovery_observe_opens_its_window_before_the_watches_and_times_nothing_negative():
+def observe_run(clock, pods, **params):
+    """A recovery/observe CaseRun whose cluster reads are the given watch records (``pods``
+    builds the pod records from the LIST's time)."""
     from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner import CaseRun
 
-    clock = TickingClock()
     run = CaseRun.__new__(CaseRun)
     run.clock, run.wall = clock, lambda: T0
-    run.p = {"phase": "observe", "workloads": [{"name": "edge"}], "window_s": 5}
+    run.p = dict({"phase": "observe", "workloads": [{"name": "edge"}], "window_s": 5}, **params)
     run.p["keep_namespaces"] = True
     run.build = {"version": "v0.16.14", "exposed": False}
     run.case, run.namespace, run.writer, run.files, run.interventions = (
@@ -485,12 +486,12 @@ def test_recovery_observe_opens_its_window_before_the_watches_and_times_nothing_
     run.create_namespace = run.write_watches = lambda *a: None
     run.restarts = lambda: 0
     run.follow = lambda *a: False
-    listed = []
+    run.listed, run.client = [], None
 
     def start_watches():
-        t = clock()  # the LIST: the patched build has bound the pod already
-        listed.append(t)
-        return WatchedRecords({"pods": [rec(t, "INITIAL", pod("edge", "n1", "Running"))]})
+        t = clock()
+        run.listed.append(t)
+        return WatchedRecords({"pods": pods(t)})
 
     def collect(rec_, states):
         empty = ("bindrequests", "configmaps", "events", "reservations")
@@ -498,7 +499,15 @@ def test_recovery_observe_opens_its_window_before_the_watches_and_times_nothing_
         return dict(final, pods=rec_.objects("pods"), logs={})
 
     run.start_watches, run.collect = start_watches, collect
+    return run
+
+
+def test_recovery_observe_opens_its_window_before_the_watches_and_times_nothing_negative():
+    clock = TickingClock()
+    # the LIST: the patched build has bound the pod already
+    run = observe_run(clock, lambda t: [rec(t, "INITIAL", pod("edge", "n1", "Running"))])
     result = run.run()
+    listed = run.listed
     (state,) = result["workloads"]
     assert state["submitted_t"] < listed[0]  # the window opened first, on the same clock
     (obs,) = result["observations"]
@@ -513,6 +522,74 @@ def test_recovery_observe_opens_its_window_before_the_watches_and_times_nothing_
     doc_case = dict(result, verdict="pass", declared={"expect": "binds"})
     observed = R._case_columns(doc_case)["observed"]
     assert "edge bound (before the window opened, not timed)" in observed
+
+
+def test_recovery_observe_started_before_the_switch_keeps_a_bind_and_deletion_made_during_it(
+    monkeypatch,
+):
+    # make test under two CPU burners: the patched binder bound the stuck pod during the switch
+    # and KAI deleted it 0.4 s later, before the window opened; watched from before the switch,
+    # the bind is a recorded pod with a node and the deletion is reported, never "not found".
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import runner
+
+    clock = TickingClock()
+    switched = []
+
+    def wait_rolled_out(client, namespace, version, timeout_s):
+        switched.append((namespace, version, timeout_s, clock()))
+        return {"implementation": "standin"}, 12.5, True, []
+
+    monkeypatch.setattr(runner.I, "wait_rolled_out", wait_rolled_out)
+
+    def pods(t):
+        return [
+            rec(t, "INITIAL", pod("edge", None, "Pending")),
+            rec(t + 0.001, "MODIFIED", pod("edge", "n1", "Running")),
+            rec(t + 0.002, "DELETED", pod("edge", "n1", "Running")),
+        ]
+
+    run = observe_run(clock, pods, switch_to="v0.16.14", switch_timeout_s=300, kai_namespace="k")
+    restarts = iter([4, 0, 0])  # the old build's binder restarted; the new one's did not
+    run.restarts = lambda: next(restarts)
+    result = run.run()
+    (state,) = result["workloads"]
+    assert switched[0][:3] == ("k", "v0.16.14", 300)
+    assert run.listed[0] < switched[0][3] <= state["submitted_t"]  # watches, switch, window
+    (obs,) = result["observations"]
+    assert obs["node"] == "n1" and obs["deleted"] and obs["seen"]
+    assert obs["bound_before_window"] is True and obs["submit_to_bound_s"] is None
+    checks = dict((c["name"], c) for c in result["assertions"])
+    assert checks["edge: pod bound (has a node)"]["result"] == "pass"
+    assert checks["binder_not_restarted"]["figure"] == 0
+    assert checks["v0.16.14 rolled out"] == {
+        "name": "v0.16.14 rolled out",
+        "result": "pass",
+        "figure": "12.5s",
+        "expected": "within 300s",
+    }
+    assert result["build"]["implementation"] == "standin"
+    observed = R._case_columns(dict(result, declared={"expect": "binds"}))["observed"]
+    assert observed == "edge bound (before the window opened, not timed), then deleted"
+
+
+def test_recovery_observe_whose_switch_never_rolls_out_fails_with_the_reasons(monkeypatch):
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import runner
+
+    reasons = ["binder runs v0.16.13"]
+    monkeypatch.setattr(
+        runner.I, "wait_rolled_out", lambda *a: ({"implementation": "kai"}, 300.2, False, reasons)
+    )
+    run = observe_run(
+        TickingClock(),
+        lambda t: [rec(t, "INITIAL", pod("edge", None, "Pending"))],
+        switch_to="v0.16.14",
+        switch_timeout_s=300,
+        kai_namespace="k",
+    )
+    result = run.run()
+    check = next(c for c in result["assertions"] if c["name"] == "v0.16.14 rolled out")
+    assert check["result"] == "fail" and check["figure"] == "300.2s: binder runs v0.16.13"
+    assert result["verdict"] == "fail"
 
 
 def test_log_lines_before_the_submission_by_the_nodes_clock_are_not_timed():
