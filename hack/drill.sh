@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The change window on an up lab, as `make drill` runs it (after make lab-up): inventory,
 # reproduce, the rollback rehearsed (rollout.yml to patched, rollback.yml back), the damage the
-# pre-patch build leaves, rollout.yml to patched, recovery.yml on that damage. Each step is timed;
+# pre-patch build leaves, recovery.yml on that damage, rollout.yml to patched. Each step is timed;
 # the report's place and its decision are printed whatever the verdict. Exit 0 when approved.
 #
 # A script rather than a make recipe (issue 20) so that it can be read, linted and tested: the
@@ -20,9 +20,9 @@ set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# Recovery runs right after the upgrade, while a bind of the kept damage may be in flight: the
-# binder waits up to its reservation allocation timeout (40 s) before it retries, so the window
-# is at least that and a retry (it ends as soon as nothing is pending).
+# Recovery runs on the pre-patch build, whose binder retries each failed bind and can wait up to
+# its reservation allocation timeout (40 s) first, so the window is at least that and a retry (it
+# ends as soon as nothing is pending).
 DRILL_RECOVERY_FLOOR_S=60
 # Recovery's documented steps on the drill's own leftovers (the planted namespace only).
 DRILL_RECOVERY_STEPS='["delete_failed_bindrequests", "delete_dataless_configmaps", "delete_orphan_configmaps"]'
@@ -113,16 +113,17 @@ rollout_p95() {
   "$PY" -c 'import json,sys; c=json.load(open(sys.argv[1]))["clusters"]; print(max([((x.get("change") or {}).get("figures") or {}).get("verify", {}).get("submit_to_running", {}).get("p95_s") or 0 for x in c.values()] or [0]))' "$1/report.json" 2>/dev/null || echo 0
 }
 
-# Recovery's documented steps on the planted namespace, its window from the rollout's p95.
+# Recovery's documented steps on the planted namespace, its window from the rehearsal's forward
+# rollout's p95; then the namespace is deleted, and gone before the rollout's probes start.
 recover() {
   local damaged=$1 p95=$2 report=$3
-  step recovery "recovery.yml on $damaged (window from the rollout's submit-to-Running p95 ${p95}s)" \
+  step recovery "recovery.yml on $damaged (window from the rehearsal rollout's submit-to-Running p95 ${p95}s)" \
     ap playbooks/recovery.yml \
     -e "{\"kaiops_recovery_steps\": $DRILL_RECOVERY_STEPS, \"kai_recovery_min_age_s\": 0, \"kai_recovery_window_multiplier\": 10, \"kai_recovery_window_floor_s\": $DRILL_RECOVERY_FLOOR_S}" \
     -e "{\"kai_recovery_namespaces\": [\"$damaged\"], \"kai_recovery_window_baseline_s\": ${p95:-0}, \"kai_recovery_window_baseline_source\": \"rollout verification p95, $(basename "$report")\"}" ||
     true
   recovery="$(latest)"
-  kubectl delete namespace "$damaged" --wait=false >/dev/null 2>&1 || true
+  kubectl delete namespace "$damaged" --wait=true --timeout=120s >/dev/null 2>&1 || true
 }
 
 main() {
@@ -134,7 +135,7 @@ main() {
   lab_env
   installed="$(installed_version)"
   EVIDENCE="$(evidence_root)"
-  local t0=$SECONDS rc=0 rrc=0 forward rehearsal report damaged p95 decision
+  local t0=$SECONDS rc=0 rrc=0 forward rehearsal report damaged decision
   recovery=""
   rollout_vars
 
@@ -160,18 +161,21 @@ main() {
     exit "$rrc"
   fi
 
-  # Damage the pre-patch build leaves (reproduce's nil-data case, its namespace kept), then the
-  # rollout to patched (upgrade, verify, on a failed gate roll back; approved on the rehearsal).
+  # Damage the pre-patch build leaves (reproduce's nil-data case, its namespace kept), remediated
+  # on that build as docs/change-window.md says, before the rollout to patched (upgrade, verify,
+  # on a failed gate roll back; approved on the rehearsal). Not after: an upgrade over binds that
+  # keep failing has KAI's new binder retry them at once, before its admission webhook serves;
+  # the refused retries can put a GPU past 1.0 (lab/kai-standin/CONTRACT.md, "Retried binds
+  # during a switch of build: one GPU given 1.5"; a cold make test, 2026-12-07).
   step damage "the damage the pre-patch build leaves (nil-data case, namespace kept)" ap playbooks/reproduce.yml \
     -e '{"kaiops_reproduce_cases": ["nil_data"], "kaiops_reproduce_builds": ["pre"], "kaiops_reproduce_install": false, "kaiops_reproduce_keep_namespaces": true}' ||
     true
   damaged="$(damaged_namespace)"
+  if [[ -n "$damaged" ]]; then
+    recover "$damaged" "$(rollout_p95 "$forward")" "$forward"
+  fi
   step rollout "rollout.yml to $patched" ap rollout.yml "${rollout_args[@]}" || rc=$?
   report="$(latest)"
-  p95="$(rollout_p95 "$report")"
-  if [[ -n "$damaged" ]]; then
-    recover "$damaged" "$p95" "$report"
-  fi
 
   decision=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["decision"])' "$report/report.json" 2>/dev/null || echo unknown)
   echo

@@ -136,8 +136,8 @@ def expected_calls(evidence, rollback_target=PRE):
         ["playbooks/rollback.yml", "-e", "kaiops_rollout_rollback_bundle=%s/03-rollout" % evidence]
         + tail,
         ["playbooks/reproduce.yml", "-e", damage] + tail,
-        rollout,
         ["playbooks/recovery.yml", "-e", None, "-e", None] + tail,
+        rollout,
     ]
 
 
@@ -162,8 +162,8 @@ STEPS = [
     "rehearse-forward",
     "rehearse-back",
     "damage",
-    "rollout",
     "recovery",
+    "rollout",
 ]
 
 
@@ -176,7 +176,7 @@ def test_drill_runs_the_seven_steps_in_order_and_exits_0_when_approved(drill):
     rc, output, calls, kubectl = drill()
     assert rc == 0, output
     assert comparable(calls) == comparable(expected_calls(drill.evidence))
-    steps, window = (json.loads(calls[6][i]) for i in (2, 4))
+    steps, window = (json.loads(calls[5][i]) for i in (2, 4))
     assert steps["kaiops_recovery_steps"] == [
         "delete_failed_bindrequests",
         "delete_dataless_configmaps",
@@ -186,9 +186,10 @@ def test_drill_runs_the_seven_steps_in_order_and_exits_0_when_approved(drill):
     assert window == {
         "kai_recovery_namespaces": [NAMESPACE],
         "kai_recovery_window_baseline_s": 12.5,
-        "kai_recovery_window_baseline_source": "rollout verification p95, 06-rollout",
+        "kai_recovery_window_baseline_source": "rollout verification p95, 03-rollout",
     }
-    assert kubectl[-1] == "delete namespace %s --wait=false" % NAMESPACE
+    # gone before the rollout: the recovery's pods hold GPU shares until they are
+    assert kubectl[-1] == "delete namespace %s --wait=true --timeout=120s" % NAMESPACE
     assert table(output) == [(name, "0") for name in STEPS]
     titles = re.findall(r"^== drill: (.*)$", output, re.MULTILINE)
     assert titles == [
@@ -198,13 +199,14 @@ def test_drill_runs_the_seven_steps_in_order_and_exits_0_when_approved(drill):
         "expected)" % PATCHED,
         "rehearsal, back: rollback.yml from 03-rollout to %s, verified" % PRE,
         "the damage the pre-patch build leaves (nil-data case, namespace kept)",
+        "recovery.yml on %s (window from the rehearsal rollout's submit-to-Running p95 12.5s)"
+        % NAMESPACE,
         "rollout.yml to " + PATCHED,
-        "recovery.yml on %s (window from the rollout's submit-to-Running p95 12.5s)" % NAMESPACE,
     ]
     assert re.search(r"^drill end to end: \d+ s \(after lab-up\)$", output, re.MULTILINE)
     assert "rehearsal: %s/04-rollback/report.md\n" % drill.evidence in output
-    assert "recovery: %s/07-recovery/recovery.md\n" % drill.evidence in output
-    assert "report: %s/06-rollout/report.md\n" % drill.evidence in output
+    assert "recovery: %s/06-recovery/recovery.md\n" % drill.evidence in output
+    assert "report: %s/07-rollout/report.md\n" % drill.evidence in output
     assert output.rstrip().endswith("decision: approved (rollout exit status 0)")
 
 
@@ -249,7 +251,7 @@ def test_the_forward_rehearsal_and_the_damage_may_fail(drill):
 
 @pytest.mark.parametrize("rollout_rc, expected", [(0, 2), (6, 6)])
 def test_a_rollout_not_approved_fails_the_drill(drill, rollout_rc, expected):
-    rc, output, calls, _ = drill(rc={"6": rollout_rc}, decision="not_approved")
+    rc, output, calls, _ = drill(rc={"7": rollout_rc}, decision="not_approved")
     assert rc == expected
     assert len(calls) == 7
     assert "decision: not_approved (rollout exit status %d)" % rollout_rc in output
