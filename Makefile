@@ -198,7 +198,7 @@ fleet-drill: venv lab-deps ## the fleet drills (molecule/fleet_*) over a fleet l
 DRILL_ARGS ?=
 # A make value as one single-quoted shell word (DRILL_ARGS holds quotes of its own).
 shell_quote = '$(subst ','\'',$(1))'
-drill: venv lab-deps lab-up ## the change window on the lab: lab up (pre), inventory, reproduce, the rollback rehearsed (rollout to patched, rollback.yml back), rollout to patched, recovery; prints the report and its decision
+drill: venv lab-deps lab-up ## the change window on the lab: lab up (pre), inventory, reproduce, the rollback rehearsed (rollout to patched, rollback.yml back), the damage remediated (recovery), rollout to patched; prints the report and its decision
 	@VENV="$(VENV)" PY="$(PY)" LAB_PY="$(LAB_PY)" ANSIBLE_PLAYBOOK="$(ANSIBLE_PLAYBOOK)" KAI_VERSION="$(KAI_VERSION)" DRILL_ARGS=$(call shell_quote,$(DRILL_ARGS)) hack/drill.sh
 
 # Evidence bundles are <UTC start>-<playbook>-<id> folders, so their names sort by time. The one
