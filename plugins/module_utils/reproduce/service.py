@@ -154,6 +154,12 @@ def _timings(hist, submitted):
     return out, timing_notes
 
 
+def _failed_before(attempt, submitted):
+    """Whether an attempt failed before the submission stamp (the window's opening)."""
+    failed = attempt["failed_at"]
+    return failed is not None and submitted is not None and failed < submitted
+
+
 def workload_observation(records, workload):
     """One workload's outcome, from the watches; no judgement."""
     name = workload["name"]
@@ -188,11 +194,18 @@ def workload_observation(records, workload):
         "completed": hist["succeeded"] is not None,
         "attempts": [
             dict(
-                a, since_submit_s=elapsed(a["first_seen"], submitted, "first_seen" in a["initial"])
+                a,
+                since_submit_s=elapsed(a["first_seen"], submitted, "first_seen" in a["initial"]),
+                before_window=_failed_before(a, submitted),
             )
             for a in tries
         ],
-        "failed_attempts": sum(1 for a in tries if a["failed_at"] is not None),
+        # a failure before the window is the build's before it (recovery/observe watched the
+        # switch): recorded with the attempts, counted apart
+        "failed_attempts": sum(
+            1 for a in tries if a["failed_at"] is not None and not _failed_before(a, submitted)
+        ),
+        "failed_attempts_before_window": sum(1 for a in tries if _failed_before(a, submitted)),
         "events": workload.get("events") or {},
         "timing_notes": timing_notes,
     }
@@ -346,7 +359,7 @@ def _causes(obs):
     out = {}
     for w in obs:
         for a in w["attempts"]:
-            if a["cause"]:
+            if a["cause"] and not a.get("before_window"):
                 out[a["cause"]] = out.get(a["cause"], 0) + 1
     return out
 

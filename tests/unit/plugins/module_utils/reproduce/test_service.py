@@ -491,12 +491,15 @@ def observe_run(clock, pods, **params):
     def start_watches():
         t = clock()
         run.listed.append(t)
-        return WatchedRecords({"pods": pods(t)})
+        got = pods(t)
+        return WatchedRecords(got if isinstance(got, dict) else {"pods": got})
 
     def collect(rec_, states):
-        empty = ("bindrequests", "configmaps", "events", "reservations")
+        empty = ("configmaps", "events", "reservations")
         final = {k: [] for k in empty + ("pods_now", "configmaps_now", "reservations_now")}
-        return dict(final, pods=rec_.objects("pods"), logs={})
+        return dict(
+            final, pods=rec_.objects("pods"), bindrequests=rec_.objects("bindrequests"), logs={}
+        )
 
     run.start_watches, run.collect = start_watches, collect
     return run
@@ -542,11 +545,18 @@ def test_recovery_observe_started_before_the_switch_keeps_a_bind_and_deletion_ma
     monkeypatch.setattr(runner.I, "wait_rolled_out", wait_rolled_out)
 
     def pods(t):
-        return [
-            rec(t, "INITIAL", pod("edge", None, "Pending")),
-            rec(t + 0.001, "MODIFIED", pod("edge", "n1", "Running")),
-            rec(t + 0.002, "DELETED", pod("edge", "n1", "Running")),
-        ]
+        return {
+            "pods": [
+                rec(t, "INITIAL", pod("edge", None, "Pending")),
+                rec(t + 0.001, "MODIFIED", pod("edge", "n1", "Running")),
+                rec(t + 0.002, "DELETED", pod("edge", "n1", "Running")),
+            ],
+            # the old build's last failed attempt, watched during the switch
+            "bindrequests": [
+                rec(t, "INITIAL", br("b1", "edge")),
+                rec(t + 0.0005, "MODIFIED", br("b1", "edge", "Failed", NIL)),
+            ],
+        }
 
     run = observe_run(clock, pods, switch_to="v0.16.14", switch_timeout_s=300, kai_namespace="k")
     restarts = iter([4, 0, 0])  # the old build's binder restarted; the new one's did not
@@ -558,6 +568,11 @@ def test_recovery_observe_started_before_the_switch_keeps_a_bind_and_deletion_ma
     (obs,) = result["observations"]
     assert obs["node"] == "n1" and obs["deleted"] and obs["seen"]
     assert obs["bound_before_window"] is True and obs["submit_to_bound_s"] is None
+    # the old build's failure is kept with the attempts, not counted as the new build's
+    assert [a["before_window"] for a in obs["attempts"]] == [True]
+    assert obs["failed_attempts"] == 0 and obs["failed_attempts_before_window"] == 1
+    assert result["metrics"]["failed_attempts"] == 0
+    assert result["metrics"]["failures_by_cause"] == {}
     checks = dict((c["name"], c) for c in result["assertions"])
     assert checks["edge: pod bound (has a node)"]["result"] == "pass"
     assert checks["binder_not_restarted"]["figure"] == 0
