@@ -120,11 +120,12 @@ test: ## set up everything and run the whole suite, then a summary per stage (CI
 	join() { rc=0; for j in $$streams; do wait $${j%%:*} || rc=1; \
 	  echo "== the stages run beside the drills ($${j#*:}):"; cat "$(TEST_RESULTS)/$${j#*:}.log"; done; \
 	  streams=; return $$rc; }; \
+	beside() { ( for b in $(TEST_BESIDE); do stage $$b || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & streams="$$streams $$!:beside"; }; \
 	if stage setup; then \
 	  for s in $(TEST_LAB); do \
 	    if [ $$s = $(TEST_JOIN) ]; then join || break; fi; \
-	    if [ $$s = lab-up ]; then up=0; stage lab-up LAB_CLUSTERS=2 || up=1; \
-	      ( for s in $(TEST_BESIDE); do stage $$s || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & streams="$$!:beside"; \
+	    if [ $$s = lab-down ]; then stage lab-down || { beside; break; }; continue; fi; \
+	    if [ $$s = lab-up ]; then up=0; stage lab-up LAB_CLUSTERS=2 || up=1; beside; \
 	      [ $$up = 0 ] || break; \
 	      ( for t in $(TEST_ON_2); do KAIOPS_LAB_CLUSTER=2 KAIOPS_EVIDENCE_ROOT="$(TEST_RESULTS)/evidence-cluster-2" stage $$t || exit 1; done \
 	      ) > "$(TEST_RESULTS)/cluster-2.log" 2>&1 & streams="$$streams $$!:cluster-2"; continue; fi; \

@@ -365,15 +365,30 @@ def identify(client, namespace, helm=None):
 
 
 def wait_rolled_out(
-    client, namespace, version, timeout_s, helm=None, clock=time.monotonic, sleep=time.sleep
+    client,
+    namespace,
+    version,
+    timeout_s,
+    helm=None,
+    clock=time.monotonic,
+    sleep=time.sleep,
+    read_errors_retried=False,
 ):
     """Read until KAI runs ``version`` rolled out or ``timeout_s`` passed (KAI's operator rolls
     the components some seconds after helm returns). Returns (identity, seconds, ok, reasons);
-    the seconds are measured here, so a figure over the bound is never reported as within it."""
+    the seconds are measured here, so a figure over the bound is never reported as within it.
+    With ``read_errors_retried`` a failed read (the API server busy during an upgrade) is the
+    reason until a later read succeeds, instead of an error."""
     start = clock()
+    identity = {}
     while True:
-        identity = identify(client, namespace, helm=helm)
-        ok, reasons = rolled_out(identity, version)
+        try:
+            identity = identify(client, namespace, helm=helm)
+            ok, reasons = rolled_out(identity, version)
+        except KaiopsError as exc:
+            if not read_errors_retried:
+                raise
+            ok, reasons = False, ["reading KAI failed: %s" % exc]
         took = clock() - start
         if ok or took >= timeout_s:
             return identity, round(took, 1), ok, reasons

@@ -265,8 +265,13 @@ class CaseRun(object):
         version = self.p.get("switch_to")
         if not version:
             return opened, restarts
+        # a failed read mid-upgrade is a reason to read again, not the end of the case
         identity, took, ok, reasons = I.wait_rolled_out(
-            self.client, self.p["kai_namespace"], version, self.p["switch_timeout_s"]
+            self.client,
+            self.p["kai_namespace"],
+            version,
+            self.p["switch_timeout_s"],
+            read_errors_retried=True,
         )
         if not self.build.get("implementation"):
             self.build["implementation"] = identity.get("implementation")
@@ -426,6 +431,8 @@ class CaseRun(object):
         try:
             if self._observing():
                 opened, restarts_before = self._open_window(extra, opened, restarts_before)
+                # the case's duration (its cost window) is the window's; the switch is extra's
+                started = opened[0]
                 timed_out = self._observe_planted(rec, states, opened)
             else:
                 timed_out = self._plant_and_follow(rec, states, expect, extra)
@@ -450,7 +457,11 @@ class CaseRun(object):
     def reservation_held(self, final, obs, end):
         """Seconds of whole GPUs held by reservation pods of this case's failed attempts."""
         failed_groups = set(
-            g for w in obs for a in w["attempts"] if a["failed_at"] for g in a["gpu_groups"]
+            g
+            for w in obs
+            for a in w["attempts"]
+            if a["failed_at"] and not a.get("before_window")
+            for g in a["gpu_groups"]
         )
         spans = {}
         for r in final["reservations"]:

@@ -199,6 +199,45 @@ def test_wait_gives_up_at_the_bound_with_the_reasons():
     assert not ok and took == 12.0 and "binder runs v1" in reasons
 
 
+def test_wait_reads_again_after_a_failed_read_only_when_asked():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+
+    deps, cfg = install("v2")
+
+    class Client(object):
+        def __init__(self):
+            self.calls = 0
+
+        def list(self, *a, **k):
+            self.calls += 1
+            if self.calls == 1:  # the API server busy mid-upgrade, once
+                raise KaiopsError("Failed to list Deployments: connection refused")
+            return deps
+
+        def read(self, *a, **k):
+            return cfg
+
+        def server_version(self):
+            return {}
+
+    def wait(**kw):
+        now = [0.0]
+        return I.wait_rolled_out(
+            Client(),
+            "kai-scheduler",
+            "v2",
+            30,
+            clock=lambda: now[0],
+            sleep=lambda s: now.__setitem__(0, now[0] + 1),
+            **kw,
+        )
+
+    with pytest.raises(KaiopsError):
+        wait()
+    ident, took, ok, reasons = wait(read_errors_retried=True)
+    assert ok and took == 1.0 and ident["version"] == "v2" and reasons == []
+
+
 @pytest.mark.parametrize(
     ("image", "expected"),
     [

@@ -538,7 +538,9 @@ def test_recovery_observe_started_before_the_switch_keeps_a_bind_and_deletion_ma
     clock = TickingClock()
     switched = []
 
-    def wait_rolled_out(client, namespace, version, timeout_s):
+    def wait_rolled_out(client, namespace, version, timeout_s, **kw):
+        assert kw == {"read_errors_retried": True}
+        clock.t += 12.5  # the switch's seconds
         switched.append((namespace, version, timeout_s, clock()))
         return {"implementation": "standin"}, 12.5, True, []
 
@@ -583,6 +585,8 @@ def test_recovery_observe_started_before_the_switch_keeps_a_bind_and_deletion_ma
         "expected": "within 300s",
     }
     assert result["build"]["implementation"] == "standin"
+    # the case's duration (its cost window) starts with the window, not before the switch
+    assert result["duration_s"] < 1
     observed = R._case_columns(dict(result, declared={"expect": "binds"}))["observed"]
     assert observed == "edge bound (before the window opened, not timed), then deleted"
 
@@ -592,7 +596,9 @@ def test_recovery_observe_whose_switch_never_rolls_out_fails_with_the_reasons(mo
 
     reasons = ["binder runs v0.16.13"]
     monkeypatch.setattr(
-        runner.I, "wait_rolled_out", lambda *a: ({"implementation": "kai"}, 300.2, False, reasons)
+        runner.I,
+        "wait_rolled_out",
+        lambda *a, **kw: ({"implementation": "kai"}, 300.2, False, reasons),
     )
     run = observe_run(
         TickingClock(),
