@@ -196,7 +196,7 @@ def test_a_module_runs_in_the_background_under_async_and_its_result_is_collected
             ]
         )
     )
-    done, _ = run_playbook(tmp_path, str(play), inventory)
+    done, _bundle = run_playbook(tmp_path, str(play), inventory)
     assert done.returncode == 0, done.stdout + done.stderr
     plan = yaml.safe_load((tmp_path / "plan.json").read_text())
     assert [b["version"] for b in plan["builds"]] == [PATCHED] and plan["cases"] == ["nil_data"]
