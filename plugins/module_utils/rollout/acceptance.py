@@ -293,7 +293,9 @@ ACCEPTANCE_GATES = (
         ),
         "rule": _portions_problem,
         "fix": "read the GPU groups and reservation pods in the verification evidence; roll "
-        "back (KAI-Scheduler #2153: a burst packed past one GPU)",
+        "back (KAI-Scheduler #2153: a burst packed past one GPU; or binds that were failing "
+        "before the upgrade, retried while admission had no endpoint: remediate them first, "
+        "docs/change-window.md)",
     },
     {
         "name": "auth_errors",
