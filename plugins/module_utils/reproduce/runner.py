@@ -370,7 +370,7 @@ class CaseRun(object):
         obs, checks, extra = judged["observations"], judged["assertions"], judged["extra"]
         return {
             "duration_s": round(self.clock() - started, 3),
-            "reservation_held_s": self.reservation_held(final, obs, self.clock()),
+            "reservation_held_s": self.reservation_held(final, obs, started, self.clock()),
             "case": self.case,
             "phase": self.p.get("phase"),
             "build": self.build,
@@ -454,8 +454,9 @@ class CaseRun(object):
         result["files"] = list(self.files)
         return result
 
-    def reservation_held(self, final, obs, end):
-        """Seconds of whole GPUs held by reservation pods of this case's failed attempts."""
+    def reservation_held(self, final, obs, start, end):
+        """Seconds of whole GPUs held by reservation pods of this case's failed attempts, within
+        the case (from ``start``: recovery/observe's watches begin before its window)."""
         failed_groups = set(
             g
             for w in obs
@@ -471,7 +472,7 @@ class CaseRun(object):
             span = spans.setdefault(meta.get("uid"), [r["t"], end])
             if r["type"] == "DELETED":
                 span[1] = r["t"]
-        return round(sum(b - a for a, b in spans.values()), 3)
+        return round(sum(max(0.0, b - max(a, start)) for a, b in spans.values()), 3)
 
     def rerun(self, rec, states):
         """Delete the case's pods, wait for their reservation to go, then run it again."""

@@ -591,6 +591,24 @@ def test_recovery_observe_started_before_the_switch_keeps_a_bind_and_deletion_ma
     assert observed == "edge bound (before the window opened, not timed), then deleted"
 
 
+def test_reserved_gpu_time_counts_only_from_the_case_start():
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce.runner import CaseRun
+
+    reservation = {"metadata": {"uid": "r1", "labels": {"runai-gpu-group": "g-b2"}}}
+    final = {
+        "reservations": [
+            rec(90.0, "ADDED", reservation),  # made during the switch, before the window
+            rec(104.0, "DELETED", reservation),
+        ]
+    }
+    failed = {"failed_at": 101.0, "before_window": False, "gpu_groups": ["g-b2"]}
+    old = {"failed_at": 95.0, "before_window": True, "gpu_groups": ["g-old"]}
+    obs = [{"attempts": [failed, old]}]
+    run = CaseRun.__new__(CaseRun)
+    assert run.reservation_held(final, obs, 100.0, 110.0) == 4.0
+    assert run.reservation_held(final, obs, 80.0, 110.0) == 14.0
+
+
 def test_recovery_observe_whose_switch_never_rolls_out_fails_with_the_reasons(monkeypatch):
     from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import runner
 
