@@ -153,6 +153,13 @@ def main(argv: list[str] | None = None) -> int:
 
             build_all()
         elif args.cmd == "up":
+            host = LabConfig.from_env(1)
+            if cfg.index != 1 and not Lab(host).already_up():
+                # cluster 1 sets up the host (its sysctls, its bridge) that the others lean on
+                raise LabError(
+                    f"Failed to bring up clusters from {cfg.index} on: the lab's cluster 1 is "
+                    "not up; start it first with `make lab-up`, or leave LAB_FIRST_CLUSTER unset"
+                )
             if len(fleet) == 1:
                 lab.up()
             else:
