@@ -80,10 +80,10 @@ def _env(lab: Lab, fleet: list[LabConfig]) -> None:
 def _status(labs: list[Lab], as_json: bool) -> int:
     """Each cluster's components (a heading per cluster when there are several)."""
     code = 0
-    for lab in labs:
+    for n, lab in enumerate(labs, 1):
         cfg = lab.cfg
         if len(labs) > 1 and not as_json:
-            print(f"== cluster {cfg.index} of {len(labs)}: lab {cfg.name} ({cfg.api_url})")
+            print(f"== cluster {cfg.index} ({n} of {len(labs)}): lab {cfg.name} ({cfg.api_url})")
         if not cfg.state_dir.exists():
             print(f"lab {cfg.name} is not up: start it with `make lab-up`")
             code = 3
