@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of kai_request (plugin_utils/action.py): runs it on the controller.
@@ -10,10 +9,6 @@ variables set for the host, what is at each path the user gave (resolved from th
 command runs in; a rollback bundle also from the evidence store), and whether the evidence store
 could hold the run's bundle (the run's context, ``plugin_utils/run_context.py``).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 

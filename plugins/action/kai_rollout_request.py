@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of kai_rollout_request (plugin_utils/action.py): runs it on the controller.
@@ -8,10 +7,6 @@ refuses those outside the vocabulary), and extra vars that were neither name=val
 mapping (ansible-playbook keeps such a -e as the variable _raw_params), unless the task gives
 them.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.plugin_utils.action import KaiopsModuleAction
 

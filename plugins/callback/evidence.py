@@ -1,10 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 name: evidence
@@ -169,7 +164,7 @@ def to_jsonable(value):
     return finite(json.loads(json.dumps(value, default=to_text)))
 
 
-class Bundle(object):
+class Bundle:
     """One run folder; writes are incremental, finalize() runs once."""
 
     def __init__(self, root, playbook_path, redactor, max_result_bytes, clock=utcnow):

@@ -1,15 +1,10 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The options of a module that keeps a cluster's rollout record in the run's journal; the
 argument spec is module_utils/args_common.JOURNAL_ARG_SPEC."""
 
-from __future__ import absolute_import, division, print_function
 
-__metaclass__ = type
-
-
-class ModuleDocFragment(object):
+class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
   cluster:

@@ -1,16 +1,11 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """KAI's namespaces, documented once; the argument specs are
 module_utils/args_common.KAI_NAMESPACE_ARG_SPEC and RESERVATION_NAMESPACE_ARG_SPEC (kept in step:
 tests/unit/plugins/doc_fragments/test_kai_namespaces.py)."""
 
-from __future__ import absolute_import, division, print_function
 
-__metaclass__ = type
-
-
-class ModuleDocFragment(object):
+class ModuleDocFragment:
     # kaiops.runbooks.kai_namespaces
     DOCUMENTATION = r"""
 options:

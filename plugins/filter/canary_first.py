@@ -1,10 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 name: canary_first
@@ -46,6 +41,6 @@ def canary_first(name):
     return _canary_first(name)
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {"canary_first": canary_first}

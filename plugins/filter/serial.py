@@ -1,10 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 name: serial
@@ -71,6 +66,6 @@ def serial(value, canary="", groups=None):
     return serial_list(value, len(canary_hosts(canary, groups or {})))
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {"serial": serial}

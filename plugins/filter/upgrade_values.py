@@ -1,10 +1,5 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 DOCUMENTATION = r"""
 name: upgrade_values
@@ -62,6 +57,6 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.values imp
 )
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {"upgrade_values": upgrade_values}

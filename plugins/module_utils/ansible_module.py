@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every module's main(): build the AnsibleModule, check libraries, run the runner, turn the
@@ -10,10 +9,6 @@ package's exception into ``fail_json`` once, at the top.
 The runner is the only layer that exits (``module.exit_json``); lower layers raise
 KaiopsError. ``libraries`` are ``(name, imported, import error)`` triples.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 

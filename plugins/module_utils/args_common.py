@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Argument-spec dicts shared by the modules; kept in step with doc_fragments/."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 # doc_fragments/k8s_auth.py documents these.
 AUTH_ARG_SPEC = {

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one exception of the kaiops.runbooks package.
@@ -7,10 +6,6 @@ Lower layers (client, service) raise it, ``from`` the cause, with a message that
 reads "Failed to <verb> <object>: <reason>". The module's main() turns it into
 ``fail_json`` once, at the top, passing ``details`` as extra result keys.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 # How a failure reads to an operator; the inventory reports it per cluster.
 STATUS_UNREACHABLE = "unreachable"

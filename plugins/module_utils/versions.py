@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Release versions and version ranges: pure functions, no I/O.
@@ -7,10 +6,6 @@ A range is a comma-separated list of clauses, each an operator and a version:
 ``>=1.4.0,<1.4.3``. A version is ``[v]MAJOR.MINOR[.PATCH][-PRERELEASE]``; image tags
 with a build suffix such as ``-fips`` are read as the release they carry.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import operator
 import re

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """One vocabulary: the inventory variables every playbook reads, and one table of thresholds.
@@ -22,10 +21,6 @@ these names, whatever playbook reads it (``inventories/example/`` sets each of t
   ``canary_first`` puts its clusters first in the play (a host pattern) and ``serial_list``
   gives it its own wave, the request's waves following over the rest.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import difflib
 import math

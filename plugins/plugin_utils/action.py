@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The base of the collection's action plugins: controller-side context for a module.
@@ -34,10 +33,6 @@ The module is the one the task names, found through the module loader (redirects
 the task's ``resolved_action`` names the action plugin, which for a routed module is the shared
 one, not the module.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import importlib
 import os

@@ -1,14 +1,9 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Paths a user gives (a bundle, a kubeconfig), read on the controller from where the command
 runs: the action plugins run in ansible-playbook's own process, whose current directory is the
 one the command was typed in (a module runs elsewhere and must get an absolute path).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 

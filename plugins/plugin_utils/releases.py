@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """KAI's release facts, read on the controller from the collection's one data file.
@@ -11,10 +10,6 @@ a module declares ``RELEASE_DEFAULTS = {option: "dotted.path"}`` and gets the va
 path whenever the task leaves the option out. Roles and playbooks omit these options instead
 of restating the values.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The run's context on the controller: which evidence bundle a play writes into.
@@ -13,10 +12,6 @@ The registry lives in the controller's process. ansible-core runs each task in a
 from it (``ansible.utils.multiprocessing`` pins the fork start method), after the play started,
 so every worker sees the plays registered before it.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 _PLAYS = {}
 

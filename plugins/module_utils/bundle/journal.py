@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A run's journal: append-only JSON lines in its bundle (``journal.jsonl``), one typed entry a
@@ -16,10 +15,6 @@ killed mid-write leaves at most a torn last line: the reader skips it and lists 
 journal is read back the same way (``Journal(path_of_that_bundle)``). Each line passes through
 the collection's redaction policy, as every file of a bundle does.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import fcntl
@@ -71,7 +66,7 @@ def parse(data):
     return entries, torn
 
 
-class Journal(object):
+class Journal:
     """The journal of the bundle ``bundle_dir``; ``clock`` gives each entry's ``at``."""
 
     def __init__(self, bundle_dir, clock=_now, policy=DEFAULT_POLICY):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The collection's redaction policy: ``evidence/redact.py``'s rules, KAI's evidence kept.
@@ -9,10 +8,6 @@ defect. Every writer of a run's bundle takes its policy from here - the evidence
 report writer (``bundle/report.py``), the snapshot, the recovery journal - so an object is
 redacted the same way wherever it is written. Pure, no I/O.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.redact import (
     DEFAULT_SECRET_KEY_PATTERN,

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one report writer: every module that leaves files in the run's bundle goes through it.
@@ -11,10 +10,6 @@ the collection's redaction policy, ``bundle/policy.py``) and returns
 was not written. ``folder`` puts the files in a new folder of that name (``-2``, ``-3``... when
 taken); the relative names then start with it.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import policy_for
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (

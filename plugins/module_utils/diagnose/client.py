@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reads of kai_diagnose_info: what the Pending diagnosis needs, in one dict. I/O only.
@@ -8,10 +7,6 @@ Events and ConfigMaps per namespace that holds Pending pods, the recent log of K
 binder and pod grouper), so recovery.yml reads what diagnose.yml reads and gives a Pending pod the
 same cause. The decisions are in ``diagnose/service.py`` over ``scan/pending.py``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.client import PendingClient
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The diagnosis report (report.json, report.md, junit.xml): pure functions, no I/O. ``build``
@@ -8,10 +7,6 @@ judges; ``render_markdown`` only gives ``templates/reports/diagnose.md.j2`` what
 Per cluster: the Pending pods KAI schedules grouped by cause (count, oldest wait, the recovery
 step or the owner), then each pod with the objects and fields that prove its cause.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.render import junit, markdown
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending import (

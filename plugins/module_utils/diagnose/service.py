@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Service layer of diagnose: the client's reads turned into the classifier's snapshot, and the
@@ -7,10 +6,6 @@ cluster's diagnosis. Pure: no I/O, the clock passed in.
 The causes, their rules and their order are the shared classifier's (``scan/pending.py``),
 so ``recovery.yml`` gives a Pending pod the same cause as ``diagnose.yml``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import iso
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending import (

@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The bundle's manifest: ``sha256sum -c`` compatible, over every file but itself."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import hashlib
 import os

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Keep secrets out of evidence: the one redaction policy every writer applies. Pure, no I/O.
@@ -35,10 +34,6 @@ power of two, at least 8) and XXXXXXXX the first 8 hex digits of its SHA-256, so
 be compared without either holding the value. ConfigMap values are ``<hashed ...>`` in the same
 form. Applying the policy twice changes nothing.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 import hashlib
@@ -183,7 +178,7 @@ def _looks_credential(text):
     )
 
 
-class TextRules(object):
+class TextRules:
     """The value rules over one string (``apply``): each replaces what it finds with a marker."""
 
     PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(?:(?!-----END ).)*?(-----END \1-----|\Z)", re.S)
@@ -349,7 +344,7 @@ def _containers(obj):
                     yield container
 
 
-class RedactionPolicy(object):
+class RedactionPolicy:
     """The one policy: objects, keys, argument lists and text. See the module docstring.
 
     ``key_pattern``: regular expression searched in key, flag and env names (the callback's

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who ran what, for every report: the run's facts from its ``run.json`` and their one line.
@@ -6,10 +5,6 @@
 The report writer every module writes its files with is ``bundle/report.py``: it needs the
 collection's redaction policy, which this layer does not know.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import os

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Evidence folder I/O: the writer every module and the evidence callback share.
@@ -15,10 +14,6 @@
 
 The manifest lives in ``evidence/manifest.py``, the report writer in ``bundle/report.py``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import math
@@ -77,7 +72,7 @@ def canonical_json(data):
     return json.dumps(finite(data), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
 
 
-class EvidenceWriter(object):
+class EvidenceWriter:
     """Writes files under ``root``; every path is relative and stays inside it.
 
     ``policy``: the redaction policy applied by write_json/write_text (``bundle/policy.py``'s

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Client layer of gpu_access: the reads, I/O only, no decisions.
@@ -16,10 +15,6 @@ Two reads, each one dict of what the API server answered:
 The decisions are in ``plan.py`` (configuration) and ``service.py`` (the rules).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 
@@ -28,7 +23,7 @@ CASE_LABEL = "kaiops.dev/gpu-access-case"
 RESERVATION_APP_LABEL = "app=kai-resource-reservation"
 
 
-class GpuAccessClient(object):
+class GpuAccessClient:
     """Reads of kai_gpu_access_plan and kai_gpu_access_watch over one KubeClient."""
 
     def __init__(self, client):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the probe pods say, as records: pure functions over the pods and logs the role read.
@@ -7,10 +6,6 @@ The role reads the probe pods, their logs and their nodes with kubernetes.core (
 this feature); ``pod_record`` turns one pod and its log into what the rules and the report need.
 Times come from the API and from the probe's own JSON, never from the polling that waited.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 from datetime import datetime, timezone

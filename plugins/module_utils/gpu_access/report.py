@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GPU access report: the document (gpu_access.json) and its Markdown (gpu_access.md). Pure.
@@ -6,10 +5,6 @@
 ``build_report`` judges (service.evaluate, summarize); ``render_markdown`` only gives
 ``templates/reports/gpu_access.md.j2`` what it prints. The cost section comes rendered by the
 cost module and is printed as given."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils import cost
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records import (

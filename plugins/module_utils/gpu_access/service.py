@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU access under sharing: judge each case. Service layer, pure rules over records.
@@ -23,10 +22,6 @@ queues); ``admission`` ({case: {rejected, message}} from the submission); ``expe
 ({pod: KAI reason}); ``outsider_queues`` ({pod: queue}); ``expected_isolation``;
 ``require_block_visible_devices``; ``kai_scheduler``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 from decimal import Decimal, InvalidOperation

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Waiter of gpu_access: follow one case's pods through its stages, keeping what each showed.
@@ -10,10 +9,6 @@ it was seen, how many reads it took and whether it held) and goes on to the next
 the deadline is not an error here: the rules judge what was seen. The clock, the wall clock and
 the sleep are passed in.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,

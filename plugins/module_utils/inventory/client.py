@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reads of kai_inventory_info: every read the inventory needs, in one dict.
@@ -10,15 +9,11 @@ raises, since nothing else can be trusted then. The decisions are in ``inventory
 which pods and ConfigMaps to read is KAI's (``kai/facts.py``): a client never asks its service.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 
 
-class InventoryClient(object):
+class InventoryClient:
     def __init__(self, client):
         self._client = client
 

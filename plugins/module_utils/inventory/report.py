@@ -1,12 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The multi-cluster inventory report, pure functions: ``summarize`` judges (counts, failures),
 ``render_markdown`` gives ``templates/reports/inventory.md.j2`` what it prints."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.render import markdown
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner layer of the inventory modules: params in, the result dict out.
@@ -6,10 +5,6 @@
 The only layer that exits (``module.exit_json``). Failures are raised as KaiopsError and turned
 into ``fail_json`` once, by ``ansible_module.run_module``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import time

@@ -1,12 +1,7 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Access to a cluster, for every feature: the client for a module's connection options, and an
 optional read whose refusal is recorded, not fatal."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_FORBIDDEN,

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Client layer: Kubernetes API I/O only, no decisions.
@@ -14,10 +13,6 @@ forbidden, not_found, error).
   object with preconditions on its UID and resourceVersion (HTTP 409 otherwise; never a
   collection or label-selector delete), and a JSON merge patch carrying the resourceVersion.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import os
@@ -100,7 +95,7 @@ def load_api_client(kubeconfig=None, context=None):
     return k8s_client.ApiClient(configuration)
 
 
-class KubeClient(object):
+class KubeClient:
     """GET/LIST against one API server. ``calls`` counts HTTP requests, ``seconds`` their time."""
 
     def __init__(self, api_client, request_timeout=30, clock=time.monotonic):

@@ -1,11 +1,6 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes objects as plain data: references, times, pod conditions. Pure, no I/O."""
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What KAI runs, read from the running components: the one reading every feature uses.
@@ -22,10 +21,6 @@ The version that runs is the binder's image tag (the code that binds). ``analyse
 side by side and names each disagreement as a finding; ``rolled_out`` says whether an install is
 rolled out to a version. Pure except ``read`` and ``wait_rolled_out``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import time
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner of kai_identify: the one reading of what KAI runs (kai/identify.py), for every feature.
@@ -8,10 +7,6 @@ out or the bound passed, and returns the measured seconds: not rolled out in tim
 (``rolled_out: false`` with the reasons), not a failure, so a caller can record it as a failed
 gate. Without ``wait_s``, ``expected_version`` must run rolled out now, or the module fails.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient

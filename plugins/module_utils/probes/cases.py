@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The reproduce matrix as data: each case's workloads, and what it expects of a build.
@@ -11,10 +10,6 @@ whose ConfigMap-write behaviour is `exposed` is expected to fail the nil-data ca
 the nil-map panic, every other release to bind them. Expectations are declared (and
 written to the evidence) before a case runs; outcomes are checked against them.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 NIL_MAP = "assignment to entry in nil map"
 CAPABILITY_KEYS = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Client layer of the probes: the fixture's writes and the watches that record it. I/O only.
@@ -11,10 +10,6 @@ Watches run on their own threads from the moment a case starts, so every version
 every object is kept, including BindRequests the scheduler deletes a second later; each
 record carries the controller's monotonic and wall clocks.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import threading
@@ -115,7 +110,7 @@ class FixtureClient(KubeWriter):
         return response.response
 
 
-class Recorder(object):
+class Recorder:
     """Watches collections until stopped; keeps every event with both clocks.
 
     ``records`` maps a key to a list of {"t": monotonic, "at": wall ISO, "type", "object"}.

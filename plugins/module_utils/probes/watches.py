@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the watches of probe pods saw: a pod's history, every BindRequest attempt, latencies.
@@ -10,10 +9,6 @@ Normal Bound event on pods whose bind keeps failing (kai-contract.md §12), so n
 ever counted as a bind. Percentiles are nearest-rank, with work that never got there counted in
 the denominator.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import math
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Service layer of kai_recovery_apply: record each intervention, then apply it.
@@ -17,10 +16,6 @@ The order for every planned intervention is fixed and enforced here:
 the journal: nothing is changed without a prior record. Under check mode nothing is written
 to the cluster; each intervention is journaled as ``not_applied``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import fcntl
@@ -54,7 +49,7 @@ def stamp(when):
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class InterventionJournal(object):
+class InterventionJournal:
     """Appends JSON lines to <evidence>/interventions.jsonl; a line is on disk when append()
     returns. ``seq`` is the line number, under an exclusive lock (hosts run in parallel)."""
 
@@ -99,7 +94,7 @@ class InterventionJournal(object):
         return rel, hashlib.sha256(data).hexdigest(), removed
 
 
-class RecoveryApplier(object):
+class RecoveryApplier:
     """Applies planned interventions through the client (the layer below), journaling each."""
 
     def __init__(self, client, journal, cluster, task, clock=utc_now):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The recovery report (recovery.json / recovery.md): pure functions, no I/O. ``build`` judges;
@@ -8,10 +7,6 @@ Keeps two questions apart, as the release article asks: *prevention of recurrenc
 binder that runs now in the affected range? read from kai_inventory_info) and *remediation
 of existing damage* (what was found, what was done, what recovered).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.render import markdown
 

@@ -1,14 +1,9 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner layer of the recovery modules: params in, service calls, the result dict out.
 
 The only layer that exits; KaiopsError is turned into fail_json by ``ansible_module.run_module``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import os

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Service layer of recovery: the observation window, the plan and the observation. Pure.
@@ -12,10 +11,6 @@
 What is found is decided in ``scan/findings.py``; the interventions are applied, each
 recorded first, by ``recovery/apply.py``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import (

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one JUnit XML writer of the collection's reports.
@@ -11,10 +10,6 @@ A suite is ``{"name", "cases": [case]}``; a case is ``{"classname", "name"}`` wi
 ``time`` (seconds), and at most one of ``failure`` or ``error`` (``{"message", "type", "text"}``)
 or ``skipped`` (its message).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from xml.sax.saxutils import escape, quoteattr
 

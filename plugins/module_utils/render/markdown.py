@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reports rendered from the collection's Jinja2 templates (``templates/reports/``).
@@ -16,10 +15,6 @@ The folder of the templates is given by the module's action plugin (option ``tem
 doc fragment ``evidence``): a module runs from a zip that holds Python files only. Run from the
 collection's tree (unit tests) the folder is found next to this file.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Plan of a reproduce run: the options checked and turned into builds and cases. No I/O.
@@ -7,10 +6,6 @@ Runs before anything touches a cluster: every bad option is named with its fix, 
 once. A build's exposure (whether it should fail the nil-data cases) comes from the
 release facts, never from the build's implementation.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import difflib
 import re

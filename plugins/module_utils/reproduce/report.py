@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Report layer of reproduce: report.json (kind reproduce), report.md, junit.xml. No I/O but
@@ -13,10 +12,6 @@ The verdict, for the release the run is about (the last build that is not expose
   the report says to investigate the fixture before declaring the patch validated;
 - `inconclusive`: the edge case could not be set up (a case did not run).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from decimal import Decimal
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner of reproduce: one case on one build, end to end, through the Kubernetes API only.
@@ -12,10 +11,6 @@ follow the pods until every one reached its expected outcome or the window ends.
 Evidence goes into `cases/<build>/<case>/` of the run's bundle; the namespace is deleted
 at the end unless kept for inspection. This is the only layer that exits.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 import time
@@ -53,7 +48,7 @@ def namespace_name(prefix, case, version, run_id):
     ].rstrip("-")
 
 
-class CaseRun(object):
+class CaseRun:
     def __init__(self, client, params, clock=time.monotonic, wall=time.time):
         self.client = client
         self.p = params

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Service layer of reproduce: pure rules over recorded watches. No I/O.
@@ -10,10 +9,6 @@ PodBound=True and emits a Normal Bound event on pods whose bind keeps failing
 BindRequest attempts and latencies are read by ``probes/watches.py``, which the rollout's
 verification reads its probes by too.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import calendar
 import json

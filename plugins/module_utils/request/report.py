@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The report of a refused request: what each cluster's request got wrong and how to fix it.
@@ -8,10 +7,6 @@ A playbook that refuses its request before any cluster is read leaves its own re
 (``<report>.json`` and ``.md``: ``rules.PLAYBOOKS``) with ``decision: refused`` and each item's
 field, message and fix, so a refused run is never a run without a report.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.render import markdown
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one request check of every playbook, as data. Pure: no I/O but what ``paths`` says.
@@ -21,10 +20,6 @@ name is refused with the nearest known one) and the role variables a playbook le
 ``check`` never raises: any input is either valid or refused with problems ``{field, message,
 fix}``, each naming its field (``tests/unit/plugins/module_utils/request/test_rules.py``).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import difflib
 import math

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner layer of kai_request: params in, the result out; the only layer that exits.
@@ -8,10 +7,6 @@
 - ``refusals`` (once for the play): the refusal report of the clusters whose request was
   refused, written into the run's bundle (``report.py``).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The change window's acceptance gates, declared as data: a verification's figures against the
@@ -12,10 +11,6 @@ every declaration for one verification phase (``verify`` after the upgrade, ``ro
 rollback); each gate links the evidence. ``upgrade_gates`` judges the upgrade itself (the target
 runs, every KAI Deployment rolled out).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import probes as P
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The change window's rules: the failed-gate policy, the chart to install, what an earlier run
@@ -25,10 +24,6 @@ of the same change left (an approved run, an interrupted one), the decision. Pur
 The change window's inventory names (waves, failed-gate policy, probes...) are in the one
 vocabulary (``module_utils/vocabulary.py``) with every other name.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 

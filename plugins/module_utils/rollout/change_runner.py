@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner layer of the change window's modules: params in, a few values out; the only layer that
@@ -18,10 +17,6 @@ exits. Each module reads the cluster's record from the run's journal and appends
   ``restore`` them from the snapshot before the change after ``helm rollback``.
 - ``run_rollout_governance``: who can edit KAI's coordination objects (RBAC, read-only).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 import time
@@ -285,7 +280,7 @@ def run_rollout_bundle(module):
 # ---------------------------------------------------------------- kai_rollout_verify
 
 
-class ProbeRun(object):
+class ProbeRun:
     """One verification: probes in a namespace of the run's own, watched until each reached its
     outcome or the window ended; then the namespace is deleted and the recovery scan run."""
 

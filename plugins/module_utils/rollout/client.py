@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reads of the rollout: the evidence store on the controller (reproduce reports), I/O only.
@@ -6,10 +5,6 @@
 The clusters are read by the inventory (``inventory/client.py``) and the snapshot
 (``snapshot/``); what counts as regression evidence is decided in ``rollout/gates.py``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import glob
 import json

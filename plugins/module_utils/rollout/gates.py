@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rollout's gates, declared as data: name, stage, figure, threshold, rule. Pure.
@@ -21,11 +20,6 @@ the role and the playbooks never build one.
 A declaration's ``rule(subject) -> problem or None`` is pure; ``figure(subject)`` is what the
 report shows; ``fix`` is a text or a function of the subject.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
     read_rollback,

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who can edit KAI's coordination objects, read from RBAC: bindings resolved to subjects. Pure.
@@ -14,10 +13,6 @@ namespace) holds it cluster-wide on ConfigMaps, or through ``*`` resources or ve
 Read-only; ``governance_gate`` refuses nothing unless the change request sets
 ``refuse_broad_grants``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 WRITE_VERBS = ("create", "update", "patch", "delete")
 

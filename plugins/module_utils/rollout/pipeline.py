@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rollout as a pipeline: its stages as data, and one record per cluster. Pure.
@@ -16,10 +15,6 @@ A record: ``{schema, cluster, request, request_well_formed, current_version, inv
 gates, steps, evidence, regression, snapshot_plan}``; gates as ``rollout/gates.py`` makes them,
 steps ``{step, status, reason}`` with status ``done``, ``failed`` or ``not_run``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 import os

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """How much of each shared GPU the verification's pods were given at once. Pure.
@@ -13,10 +12,6 @@ portion from its BindRequest (``spec.receivedGPU.portion``, what the scheduler g
 one, its ``gpu-fraction`` annotation. A pod whose portion cannot be read makes the figure "no
 data", never a pass.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import math
 

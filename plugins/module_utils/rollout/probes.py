@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The verification's probes and the figures taken from their watches. Pure.
@@ -16,10 +15,6 @@ and sets ``PodBound=True`` on pods whose bind keeps failing.
 and what the report shows before and after the change: queue age, valid completions and idle GPU
 capacity.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C

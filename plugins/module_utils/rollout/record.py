@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rollout's record of a cluster, kept in the run's journal (``bundle/journal.py``).
@@ -13,10 +12,6 @@ record. Nothing of the record travels through Ansible facts.
 ``RolloutRecord(bundle_dir, cluster)``: ``record()`` reads it, ``add(type, data)`` appends an
 entry and returns the record with it; ``records(clusters)`` reads several (the report).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.journal import Journal
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
@@ -173,7 +168,7 @@ def fold(entries):
     return record
 
 
-class RolloutRecord(object):
+class RolloutRecord:
     """The record of ``cluster`` in the journal of the bundle ``bundle_dir``."""
 
     def __init__(self, bundle_dir, cluster, journal=None):

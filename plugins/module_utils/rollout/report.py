@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rollout report: one document per run, rendered as JSON, Markdown and JUnit XML.
@@ -18,10 +17,6 @@ Judging apart from rendering: ``markdown_context`` (with ``change_board``, the c
 summary) turns the document into the data ``templates/reports/rollout.md.j2`` lays out;
 ``junit_suites`` gives its cases to the one JUnit writer (``render/junit.py``).
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from decimal import Decimal
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The change request as the rollout reads it, before any gate judges it. Pure.
@@ -10,10 +9,6 @@ mapping ``{reason, approved_by}``; what it cannot read it keeps as given, for th
 ``option_path`` reads a module's evidence folder option the same way for both runners
 (``rollout/runner.py``, ``rollout/change_runner.py``), which never import each other.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import os
 

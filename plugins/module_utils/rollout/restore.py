@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Restoring KAI's configuration after ``helm rollback``: what to put back, what not. Pure.
@@ -21,10 +20,6 @@ the queues and the SchedulingShards, as the snapshot before the change recorded 
 Without a reading after the upgrade (a bundle from before this was recorded) an object that
 differs is restored and the report says the in-between check could not be made.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 

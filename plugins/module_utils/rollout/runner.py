@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner layer of the rollout modules: params in, the result dict out; the only layer that exits.
@@ -16,10 +15,6 @@ None of them talks to a cluster:
 The evidence store and the run's folder come from the run's context (``evidence_root``,
 ``evidence_dir``), filled in by the action plugin; so do the version pair's defaults.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import os

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Helm values of the rollout's upgrade. Pure.
@@ -17,10 +16,6 @@ upgrade then runs the old images under the new chart. So the upgrade is given:
 
 Values can hold secrets: the paths listed name where a value was, never what it is.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import copy
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The change window's waves over a fleet, as pure functions (no I/O, no clock).
@@ -21,10 +20,6 @@
 - ``fleet``: the report's fleet view - the fleet's decision, one row per cluster in wave order,
   the budget used per wave and the clusters not started.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import math
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reads of the shared scans, one LIST per kind, never one request per object.
@@ -21,10 +20,6 @@ KAI's scheduler, binder and pod grouper pods (``tailLines``, ``sinceSeconds``). 
 the cluster does not serve is recorded in ``access`` and the rest carries on.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
@@ -34,7 +29,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending impor
 )
 
 
-class RecoveryClient(object):
+class RecoveryClient:
     def __init__(self, client):
         self._client = client
 
@@ -94,7 +89,7 @@ def _merge(access, section, parts):
     access[section] = "ok"
 
 
-class PendingClient(object):
+class PendingClient:
     """Reads of the Pending diagnosis (diagnose.yml, and recovery.yml's cause per Pending pod)."""
 
     def __init__(self, client):

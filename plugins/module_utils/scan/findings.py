@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a failed KAI bind (the binder nil-data ConfigMap panic) leaves behind: one rule per kind.
@@ -14,10 +13,6 @@ findings established (the GPU groups and pods of failed binds). Pure: no I/O, th
 Stale-state kinds only count objects older than ``min_age_s``: a reservation pod or ConfigMap is
 legitimately unbound for the moment a bind takes.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import (
     age_s,
@@ -129,7 +124,7 @@ def _live_reservation_group(pod, reservation_namespace):
     return labels(pod).get(GPU_GROUP_LABEL) or None
 
 
-class Context(object):
+class Context:
     """What the rules read: the cluster's objects, indexed once, and earlier findings."""
 
     def __init__(self, raw, now, namespaces, reservation_namespace, min_age_s):

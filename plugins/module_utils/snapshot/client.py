@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Client layer of kai_helm_snapshot: read-only helm commands, I/O only.
@@ -6,10 +5,6 @@
 ``run_command`` is passed in (AnsibleModule.run_command or a fake). Failures raise KaiopsError.
 The objects' reads go through ``k8s/client.py``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import json
 
@@ -19,7 +14,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
 )
 
 
-class HelmCli(object):
+class HelmCli:
     """Runs read-only helm commands; raises KaiopsError on failure."""
 
     def __init__(self, run_command, binary, kubeconfig=None, context=None):

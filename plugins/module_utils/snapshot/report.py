@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a snapshot leaves in the run's bundle, through the one report writer.
@@ -10,10 +9,6 @@
 
 A folder is never reused: a second snapshot of the same name gets ``<name>-2``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import safe_name

@@ -1,14 +1,9 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runner layer of kai_snapshot and kai_helm_snapshot: params in, the result dict out.
 
 The only layer that exits. A bad ``evidence_dir`` fails before any cluster call.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import time
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Service layer of kai_snapshot and kai_helm_snapshot: capture objects or a Helm release.
@@ -12,10 +11,6 @@ or written. Reading is the same in check mode: nothing in the cluster changes ei
 and redacts them by the same policy; values never travel in the task result. Filing is in
 ``snapshot/report.py``.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import (
     DEFAULT_POLICY,
@@ -54,7 +49,7 @@ def selection_label(selection):
     return " ".join(parts)
 
 
-class SnapshotService(object):
+class SnapshotService:
     """Capture and file snapshots; the client is the layer below (mocked in tests)."""
 
     def __init__(self, client, policy=None):

@@ -1,7 +1,4 @@
-# -*- coding: utf-8 -*-
 """kai/identify: what runs, read from the components, and every disagreement named."""
-
-from __future__ import absolute_import, division, print_function
 
 import pytest
 from fakeapi import FakeClient
@@ -148,7 +145,7 @@ def test_wait_reads_until_rolled_out_and_measures_on_the_clock():
     states = [install("v1"), install("v2", cfg=config("v2", observed=2)), install("v2")]
     now = [0.0]
 
-    class Client(object):
+    class Client:
         def __init__(self):
             self.reads = 0
 
@@ -177,7 +174,7 @@ def test_wait_reads_until_rolled_out_and_measures_on_the_clock():
 def test_wait_gives_up_at_the_bound_with_the_reasons():
     deps, cfg = install("v1")
 
-    class Client(object):
+    class Client:
         def list(self, *a, **k):
             return deps
 
@@ -204,7 +201,7 @@ def test_wait_reads_again_after_a_failed_read_only_when_asked():
 
     deps, cfg = install("v2")
 
-    class Client(object):
+    class Client:
         def __init__(self):
             self.calls = 0
 

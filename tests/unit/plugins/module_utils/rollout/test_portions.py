@@ -1,7 +1,4 @@
-# -*- coding: utf-8 -*-
 """rollout/portions: what each GPU device was given at once, from the verification's watches."""
-
-from __future__ import absolute_import, division, print_function
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import portions as PT
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import probes as P
