@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The plan of a GPU-access run, from the cluster's configuration. Pure functions.
@@ -20,10 +19,6 @@ Made before any expectation is declared and before any workload exists, from the
   that exists where it must not, a leftover of an earlier run).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import math
 from decimal import Decimal
@@ -34,7 +29,6 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 BLOCK_ARG = "--block-nvidia-visible-devices"
 HAMI_ARG = "--hami-core-enabled"
-SHARING_ARG = "--gpu-sharing-enabled"
 
 # What each case needs of the cluster; a case whose need is not met is not run, with the reason.
 NEED_REASONS = {
@@ -59,17 +53,6 @@ def _spec(obj):
 def _args(deployment):
     containers = ((_spec(deployment).get("template") or {}).get("spec") or {}).get("containers")
     return [str(a) for a in ((containers or [{}])[0].get("args") or [])]
-
-
-def _flag(args, name):
-    """True/False for --name, --name=true/false, --name true/false; None when absent."""
-    for i, arg in enumerate(args):
-        if arg == name:
-            nxt = args[i + 1].lower() if i + 1 < len(args) else ""
-            return nxt != "false" if nxt in ("true", "false") else True
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1].lower() == "true"
-    return None
 
 
 def _arg_value(args, name):
@@ -129,7 +112,7 @@ def enforcement(raw):
         except ValueError:
             plugins = {}
     cfg_hami = ((binder_cfg.get("plugins") or {}).get("hamicore") or {}).get("enabled")
-    args_hami = _flag(admission_args, HAMI_ARG)
+    args_hami = facts.bool_flag(admission_args, HAMI_ARG)
     if args_hami is None and "hamicore" in plugins:
         args_hami = bool((plugins.get("hamicore") or {}).get("enabled"))
     return {
@@ -137,15 +120,15 @@ def enforcement(raw):
             "gpuSharing",
             admission_cfg.get("gpuSharing"),
             "kai-config spec.admission.gpuSharing",
-            _flag(admission_args, SHARING_ARG),
-            "admission argument " + SHARING_ARG,
+            facts.bool_flag(admission_args, facts.SHARING_ARG),
+            "admission argument " + facts.SHARING_ARG,
             admission is not None,
         ),
         "block_nvidia_visible_devices": _setting(
             "blockNvidiaVisibleDevices",
             admission_cfg.get("blockNvidiaVisibleDevices"),
             "kai-config spec.admission.blockNvidiaVisibleDevices",
-            _flag(admission_args, BLOCK_ARG),
+            facts.bool_flag(admission_args, BLOCK_ARG),
             "admission argument " + BLOCK_ARG,
             admission is not None,
         ),

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Service layer of kai_inventory_info: what KAI runs on a cluster and whether it is exposed.
@@ -11,16 +10,11 @@ The defect (KAI binder panic on an existing GPU-sharing ConfigMap with nil data)
 the install facts are described in docs/ and the project's reference notes.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as kai_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as kai_identify
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
-    ADMISSION_SHARING_ARG,
     FRACTION_ANNOTATIONS,
     IMPLEMENTATION_NAMES,
     NIL_MAP_REASON,
@@ -342,7 +336,9 @@ def _gpu_sharing(config, admission):
     config_sharing = (config_spec.get("admission") or {}).get("gpuSharing")
     admission_arg = None
     if admission:
-        admission_arg = any(ADMISSION_SHARING_ARG in c["flags"] for c in admission["containers"])
+        admission_arg = any(
+            kai_facts.bool_flag(c["flags"], kai_facts.SHARING_ARG) for c in admission["containers"]
+        )
     if admission_arg is not None:
         sharing_enabled, sharing_source = admission_arg, "admission container args"
     elif config_sharing is not None:

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """KAI Scheduler's objects as the collection reads them: kinds, names, labels, annotations.
@@ -9,10 +8,6 @@ range, how each release writes the GPU-sharing ConfigMap) are not here: they liv
 collection's data file ``meta/kai_releases.yml``, which the action plugins read on the
 controller and hand to the modules as option defaults.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import re
 
@@ -118,7 +113,30 @@ SHARED_CM_ANNOTATION = "runai/shared-gpu-configmap"
 FRACTION_ANNOTATIONS = (FRACTION_ANNOTATION, "gpu-memory", SHARED_CM_ANNOTATION)
 GPU_GROUP_LABEL = "runai-gpu-group"
 RESERVE_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
-ADMISSION_SHARING_ARG = "--gpu-sharing-enabled=true"
+# The admission flag that turns GPU sharing on; the operator renders it only when kai-config's
+# spec.admission.gpuSharing is on (kai-contract.md section 13), so a running admission without it
+# has sharing off.
+SHARING_ARG = "--gpu-sharing-enabled"
+# strconv.ParseBool's spellings: what a Go program reads from --flag=<value>
+_GO_BOOL = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def bool_flag(args, name):
+    """A Go boolean flag as the program reads its args: True for a bare ``--name``, the value of
+    ``--name=<v>`` as strconv.ParseBool spells it, None when absent or unreadable (the program
+    would refuse to start). The last one given wins, as in Go's flag parsing."""
+    value = None
+    for arg in args or []:
+        if arg == name:
+            value = True
+        elif isinstance(arg, str) and arg.startswith(name + "="):
+            value = _GO_BOOL.get(arg.split("=", 1)[1])
+    return value
+
+
 # What the binder's panic leaves in a BindRequest's status and a pod's PodBound condition.
 NIL_MAP_REASON = "assignment to entry in nil map"
 # A GPU-sharing ConfigMap is named <annotation prefix>-<index>[-evar]: capabilities and env.

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Why is it Pending: one cause per Pending pod that KAI schedules, with the objects that prove it.
@@ -32,10 +31,6 @@ first stage that holds it is its cause, since no later stage runs before it clea
 11. the nil-map bind failure before 12. any other bind failure: the specific reason first.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import (
@@ -59,8 +54,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     RESERVATION_NAMESPACE,
     SCHEDULER_NAME,
     SHARED_CM_ANNOTATION,
+    SHARING_ARG,
     UNSCHEDULABLE_ON_NODE_POOL,
     annotations,
+    bool_flag,
     labels,
     meta,
     sharing_configmap_pattern,
@@ -92,7 +89,6 @@ ADMISSION_ERROR = "UnexpectedAdmissionError"
 RESERVATION_WAIT = "failed waiting for GPU reservation pod to allocate"
 # A fraction the binder cannot bind because admission did not prepare it (sections 3.3, 6.4).
 SHARING_TEXTS = ("no desired configmap name found", "while GPU sharing is disabled")
-SHARING_ARG = "--gpu-sharing-enabled"
 # A component the API server refuses: its events or its recent log lines.
 REFUSED = re.compile(
     r"\bUnauthorized\b|\bForbidden\b|\bis forbidden\b|\"code\":\s*40[13]\b"
@@ -168,7 +164,7 @@ def _involved(event):
     return (involved.get("kind"), involved.get("namespace"), involved.get("name"))
 
 
-class Context(object):
+class Context:
     """The snapshot, indexed once: what every rule may read."""
 
     def __init__(self, snapshot, now):
@@ -799,27 +795,19 @@ BY_ID = dict((c["id"], c) for c in CAUSES + (UNKNOWN,))
 # ---------------------------------------------------------------- the snapshot of the reads
 
 
-def _flag(args, name):
-    """True/False for ``--name=true|false`` (or a bare ``--name``), None when absent."""
-    for arg in args:
-        if arg == name:
-            return True
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1].strip().lower() in ("true", "1", "yes")
-    return None
-
-
 def sharing(deployments, config, kai_namespace):
-    """Whether GPU sharing is on, and the object and field that say so: the admission
-    container's flag first, else kai-config's spec.admission.gpuSharing."""
+    """Whether GPU sharing is on, and the object and field that say so: the running admission's
+    flag (absent: off, as the inventory and gpu_access read it), else kai-config's
+    spec.admission.gpuSharing when no admission runs."""
     admission = next((d for d in deployments or [] if meta(d).get("name") == ADMISSION), None)
-    for container in ((admission or {}).get("spec") or {}).get("template", {}).get("spec", {}).get(
+    containers = ((admission or {}).get("spec") or {}).get("template", {}).get("spec", {}).get(
         "containers"
-    ) or []:
-        found = _flag(list(container.get("args") or []), SHARING_ARG)
-        if found is not None:
+    ) or []
+    for container in containers:
+        found = bool_flag(list(container.get("args") or []), SHARING_ARG)
+        if found is not None or container is containers[-1]:
             return {
-                "enabled": found,
+                "enabled": bool(found),
                 "kind": "Deployment",
                 "namespace": kai_namespace,
                 "name": ADMISSION,
