@@ -18,9 +18,7 @@ The decisions are in ``plan.py`` (configuration) and ``service.py`` (the rules).
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 
-POD_GROUP = ("scheduling.run.ai/v2alpha2", "PodGroup")
 CASE_LABEL = "kaiops.dev/gpu-access-case"
-RESERVATION_APP_LABEL = "app=kai-resource-reservation"
 
 
 class GpuAccessClient:
@@ -64,7 +62,7 @@ class GpuAccessClient:
         raw["pod_groups"] = read_optional(
             access,
             "pod_groups",
-            lambda: client.list(*POD_GROUP, namespace=namespace),
+            lambda: client.list(*facts.POD_GROUP, namespace=namespace),
             not_found="absent",
         )
         raw["bind_requests"] = read_optional(
@@ -83,7 +81,7 @@ class GpuAccessClient:
             access,
             "reservation_pods",
             lambda: client.list(
-                "v1", "Pod", reservation_namespace, label_selector=RESERVATION_APP_LABEL
+                "v1", "Pod", reservation_namespace, label_selector=facts.RESERVATION_APP_LABEL
             ),
             not_found="absent",
         )

@@ -24,7 +24,6 @@ NO_DEVICE_VALUES = (None, "", "void", "none")
 SHARING_ENV = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
 # Set by the hamicore admission plugin: the HAMi-core memory limit of a fraction container.
 MEMORY_LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"
-POD_GROUP_ANNOTATION = "pod-group-name"
 ENDED = ("Succeeded", "Failed")
 
 
@@ -174,9 +173,9 @@ def pod_state(pod):
         "node": spec.get("nodeName"),
         "scheduler": spec.get("schedulerName", "default-scheduler"),
         "gpu_group": (meta.get("labels") or {}).get(facts.GPU_GROUP_LABEL),
-        "queue": (meta.get("labels") or {}).get("kai.scheduler/queue"),
+        "queue": (meta.get("labels") or {}).get(facts.QUEUE_LABEL),
         "configmap_prefix": annotations.get(facts.SHARED_CM_ANNOTATION),
-        "pod_group": annotations.get(POD_GROUP_ANNOTATION),
+        "pod_group": annotations.get(facts.POD_GROUP_ANNOTATION),
         "received_resource_type": annotations.get("received-resource-type"),
         "runtime_class": spec.get("runtimeClassName"),
         "env": {

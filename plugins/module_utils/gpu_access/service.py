@@ -53,7 +53,6 @@ CASE_ORDER = (
     "policy_denial",
     "isolation",
 )
-ISOLATION_CHOICES = ("none", "time-slicing", "mig", "mps", "hami-core")
 # The cases whose workloads are outside the policy: none of them may obtain a device.
 OUTSIDERS = ("policy_queue", "policy_visible_devices", "policy_whole_limit", "policy_denial")
 WHOLE_LIMIT_MESSAGE = "cannot have both GPU fraction request and whole GPU resource request/limit"

@@ -50,7 +50,6 @@ STEPS = {
     "delete_orphan_configmaps": "orphan_configmap",
     "restart_binder": None,  # acts on the binder Deployment, for the bind failures found
 }
-DELETE_STEPS = tuple(s for s, kind in STEPS.items() if kind)
 # Which findings of its kind a step acts on, when not all of them.
 STEP_SELECTS = {
     "delete_dataless_configmaps": lambda f: bool(f.get("trigger_ready") and f.get("owner_pending")),

@@ -22,6 +22,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as I
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import SHARED_CM_ANNOTATION
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
@@ -35,7 +36,6 @@ CREATED_BY = "kaiops.dev/created-by"
 RUN_LABEL = "kaiops.dev/run-id"
 CASE_LABEL = "kaiops.dev/reproduce-case"
 BUILD_LABEL = "kaiops.dev/reproduce-build"
-PREFIX_ANNOTATION = "runai/shared-gpu-configmap"
 
 
 def slug(version):
@@ -162,12 +162,12 @@ class CaseRun:
         )
         created = self.client.create(pod)
         ann = (created.get("metadata") or {}).get("annotations") or {}
-        prefix = ann.get(PREFIX_ANNOTATION)
+        prefix = ann.get(SHARED_CM_ANNOTATION)
         if not prefix:
             raise KaiopsError(
                 "Failed to set up case %s: pod %s/%s has no %s annotation after admission; "
                 "KAI's admission webhook did not mutate it (is GPU sharing on?)"
-                % (self.case, self.namespace, workload["name"], PREFIX_ANNOTATION)
+                % (self.case, self.namespace, workload["name"], SHARED_CM_ANNOTATION)
             )
         state = dict(
             workload,

@@ -63,9 +63,6 @@ STALE_KINDS = (
     "orphan_configmap",
     "unbound_group_pod",
 )
-# A cluster whose change ended so has failed in its wave: counted against the wave's failure
-# budget (none for the canary); over it, the waves after it do not start (rollout/waves.py).
-STOPPING = W.FAILED
 # An inventory that read nothing: RBAC is not read either.
 UNREAD = ("unreachable", "unauthorized", "missing", "error", "invalid_input")
 

@@ -27,7 +27,6 @@ PHASE_LABEL = "kaiops.dev/rollout-phase"
 CLUSTER_LABEL = "kaiops.dev/cluster"
 PROBE_IMAGE = "kaiops.dev/gpuprobe:0.1.0"
 GPU = "nvidia.com/gpu"
-PHASES = ("baseline", "verify", "soak", "rollback")
 KWOK_TOLERATIONS = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 KWOK_PLACEMENT = {"spec": {"nodeSelector": {"type": "kwok"}, "tolerations": KWOK_TOLERATIONS}}
 # Failed binds a healthy KAI makes and retries: (text in the reason, why). A probe's failed attempt

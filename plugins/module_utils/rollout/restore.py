@@ -170,12 +170,6 @@ def recreate_body(recorded):
     return body
 
 
-def replace_body(recorded, current):
-    body = copy.deepcopy(current)
-    body["spec"] = copy.deepcopy(recorded.get("spec"))
-    return body
-
-
 def _absent_action(k, after_upgrade):
     """(action, why) for an object recorded and absent now."""
     if after_upgrade is not None and k in after_upgrade:

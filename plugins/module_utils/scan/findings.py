@@ -614,17 +614,6 @@ FINDING_RULES = (
     (sharing_configmaps, (rule_orphan_configmap,)),
 )
 
-# The finding kind each rule produces (docs, tests).
-FINDING_KINDS = {
-    "failed_bind": rule_failed_bind,
-    "unbound_group_pod": rule_unbound_group_pod,
-    "pending_unschedulable": rule_pending_unschedulable,
-    "failed_bindrequest": rule_failed_bindrequest,
-    "duplicate_reservation_pod": rule_duplicate_reservation_pod,
-    "stale_reservation_pod": rule_stale_reservation_pod,
-    "orphan_configmap": rule_orphan_configmap,
-}
-
 
 def find(raw, now, namespaces=(), reservation_namespace=RESERVATION_NAMESPACE, min_age_s=300):
     """Findings from collect()'s reads: {findings, notes, summary}."""
