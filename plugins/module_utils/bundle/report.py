@@ -11,6 +11,9 @@ was not written. ``folder`` puts the files in a new folder of that name (``-2``,
 taken); the relative names then start with it.
 """
 
+import datetime
+import os
+
 from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.policy import policy_for
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import (
     EvidenceWriter,
@@ -21,6 +24,22 @@ NO_EVIDENCE_WARNING = (
     "No evidence folder: enable the kaiops.runbooks.evidence callback (ansible.cfg) or set "
     "evidence_dir; not written: %s"
 )
+
+
+def stamp(now=None):
+    """A report's time as every report prints it: UTC to the second; now when not given."""
+    return (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_id(evidence_dir):
+    """The run's id: the name of its evidence folder; None without one."""
+    return os.path.basename(os.path.abspath(evidence_dir)) if evidence_dir else None
+
+
+def report_files(stem, document, template_dir, markdown, junit=None):
+    """A report's files for write_report: <stem>.json, <stem>.md and, given junit, junit.xml."""
+    files = [(stem + ".json", document), (stem + ".md", markdown(document, template_dir))]
+    return files + [("junit.xml", junit(document))] if junit else files
 
 
 def no_evidence_warning(what):

@@ -7,9 +7,8 @@ into ``fail_json`` once, by ``ansible_module.run_module``.
 """
 
 import datetime
-import os
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle import report as B
 from ansible_collections.kaiops.runbooks.plugins.module_utils.diagnose.client import DiagnoseClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.diagnose.report import (
     build,
@@ -45,20 +44,11 @@ def run_diagnose_info(module, client_factory=KubeClient.from_options, now=_utc_n
 
 def run_diagnose_report(module, now=_utc_now):
     params = module.params
-    root = params.get("evidence_dir")
-    report = build(
-        params["clusters"],
-        now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        run_id=os.path.basename(os.path.abspath(root)) if root else None,
+    report = build(params["clusters"], B.stamp(now()), run_id=B.run_id(params.get("evidence_dir")))
+    files = B.report_files(
+        "report", report, params.get("template_dir"), render_markdown, render_junit
     )
-    root, files = write_report(
-        module,
-        [
-            ("report.json", report),
-            ("report.md", render_markdown(report, params.get("template_dir"))),
-            ("junit.xml", render_junit(report)),
-        ],
-    )
+    root, files = B.write_report(module, files)
     module.exit_json(
         changed=False,
         decision=report["decision"],

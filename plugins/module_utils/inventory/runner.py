@@ -6,10 +6,9 @@ The only layer that exits (``module.exit_json``). Failures are raised as KaiopsE
 into ``fail_json`` once, by ``ansible_module.run_module``.
 """
 
-import datetime
 import time
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle import report as B
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.client import (
     InventoryClient,
@@ -69,9 +68,7 @@ def with_findings(entry):
 def run_inventory_report(module, now=None):
     params = module.params
     clusters = params["clusters"]
-    generated_at = (now or datetime.datetime.now(datetime.timezone.utc)).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
+    generated_at = B.stamp(now)
     clusters = {name: with_findings(entry) for name, entry in clusters.items()}
     summary = summarize(clusters)
     document = {
@@ -89,5 +86,5 @@ def run_inventory_report(module, now=None):
         params.get("fixed_version"),
         params.get("template_dir"),
     )
-    root, files = write_report(module, [("inventory.json", document), ("inventory.md", markdown)])
+    root, files = B.write_report(module, [("inventory.json", document), ("inventory.md", markdown)])
     module.exit_json(changed=False, summary=summary, files=files, evidence_dir=root)

@@ -6,13 +6,9 @@ The only layer that exits; KaiopsError is turned into fail_json by ``ansible_mod
 """
 
 import datetime
-import os
 import time
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
-    evidence_writer,
-    write_report,
-)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle import report as B
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import (
     KubeClient,
@@ -87,7 +83,7 @@ def run_recovery_info(
         "disposable": raw["disposable"],
         "binder": ref(raw["binder"]) if raw.get("binder") else None,
         "window": derive_window(samples, rule, params.get("window_s") or 0),
-        "read_at": read_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "read_at": B.stamp(read_at),
         "api_calls": client.calls,
     }
     if params.get("baseline") is None:
@@ -119,7 +115,7 @@ def run_recovery_apply(module, client_factory=KubeWriter.from_options, clock=_ut
     )
     if not planned:
         module.exit_json(changed=False, interventions=[], idle_steps=idle, journal=None)
-    writer, _root = evidence_writer(module)
+    writer, _root = B.evidence_writer(module)
     journal = InterventionJournal(writer) if writer else None
     applier = RecoveryApplier(
         client_from(params, client_factory), journal, params["cluster"], params["task"], clock
@@ -135,21 +131,15 @@ def run_recovery_apply(module, client_factory=KubeWriter.from_options, clock=_ut
 
 def run_recovery_report(module, now=_utc_now):
     params = module.params
-    root = params.get("evidence_dir")
     report = build(
         params["clusters"],
-        now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        run_id=os.path.basename(os.path.abspath(root)) if root else None,
+        B.stamp(now()),
+        run_id=B.run_id(params.get("evidence_dir")),
         affected_range=params.get("affected_range"),
         fixed_version=params.get("fixed_version"),
     )
-    root, files = write_report(
-        module,
-        [
-            ("recovery.json", report),
-            ("recovery.md", render_markdown(report, params.get("template_dir"))),
-        ],
-    )
+    files = B.report_files("recovery", report, params.get("template_dir"), render_markdown)
+    root, files = B.write_report(module, files)
     module.exit_json(
         changed=False,
         summary=report["summary"],

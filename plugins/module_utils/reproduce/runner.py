@@ -711,11 +711,7 @@ def run_plan(module):
 
 
 def run_report(module):
-    from datetime import datetime, timezone
-
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import (
-        write_report,
-    )
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle import report as B
     from ansible_collections.kaiops.runbooks.plugins.module_utils.reproduce import report as R
 
     p = module.params
@@ -731,7 +727,7 @@ def run_report(module):
     doc = {
         "kind": "reproduce",
         "kai_version": R.target_version(builds),
-        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated_at": B.stamp(),
         "run_id": p["run_id"],
         "cluster": p["cluster"],
         "verdict": verdict,
@@ -744,14 +740,8 @@ def run_report(module):
         "provenance": p.get("provenance") or {},
         "cost": R.cost_section(results, p.get("gpus") or 1, p.get("rate") or 0),
     }
-    folder, written = write_report(
-        module,
-        [
-            ("report.json", doc),
-            ("report.md", R.render_markdown(doc, p.get("template_dir"))),
-            ("junit.xml", R.render_junit(doc)),
-        ],
-    )
+    files = B.report_files("report", doc, p.get("template_dir"), R.render_markdown, R.render_junit)
+    folder, written = B.write_report(module, files)
     module.exit_json(
         changed=bool(written),
         verdict=verdict,

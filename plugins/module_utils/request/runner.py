@@ -8,9 +8,7 @@
   refused, written into the run's bundle (``report.py``).
 """
 
-import datetime
-
-from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle import report as B
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.request import report, rules
 
@@ -22,7 +20,6 @@ def run_request(module, now=None):
         # No bundle (the evidence store could not hold one): the refusal says so itself.
         module.exit_json(changed=False, evidence_dir=None, files=[], decision="refused")
     if params.get("refusals") is not None:
-        moment = now or datetime.datetime.now(datetime.timezone.utc)
         document = report.build(
             playbook,
             {
@@ -31,7 +28,7 @@ def run_request(module, now=None):
                 )
                 for host, found in params["refusals"].items()
             },
-            moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            B.stamp(now),
             run_facts(params.get("evidence_dir")),
         )
         # Every cluster refused: the run's report is this one. Otherwise the playbook writes its
@@ -41,13 +38,8 @@ def run_request(module, now=None):
             if params.get("all_refused")
             else "request"
         )
-        root, files = write_report(
-            module,
-            [
-                ("%s.json" % name, document),
-                ("%s.md" % name, report.render_markdown(document, params.get("template_dir"))),
-            ],
-        )
+        files = B.report_files(name, document, params.get("template_dir"), report.render_markdown)
+        root, files = B.write_report(module, files)
         module.exit_json(changed=False, evidence_dir=root, files=files, decision="refused")
     for text, version in rules.deprecations(params.get("given")):
         module.deprecate(text, version=version, collection_name="kaiops.runbooks")

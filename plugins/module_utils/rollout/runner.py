@@ -16,10 +16,9 @@ The evidence store and the run's folder come from the run's context (``evidence_
 ``evidence_dir``), filled in by the action plugin; so do the version pair's defaults.
 """
 
-import datetime
 import os
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle.report import write_report
+from ansible_collections.kaiops.runbooks.plugins.module_utils.bundle import report as B
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.report import run_facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
@@ -175,11 +174,9 @@ def run_rollout_before(module):
 
 
 def _files(report, template_dir=None):
-    return [
-        ("report.json", report),
-        ("report.md", rollout_report.render_markdown(report, template_dir)),
-        ("junit.xml", rollout_report.render_junit(report)),
-    ]
+    return B.report_files(
+        "report", report, template_dir, rollout_report.render_markdown, rollout_report.render_junit
+    )
 
 
 def refused_by_request(report):
@@ -219,10 +216,8 @@ def _inventoried(record):
 def run_rollout_report(module, now=None):
     params = module.params
     root = params.get("evidence_dir")
-    generated_at = (now or datetime.datetime.now(datetime.timezone.utc)).strftime(
-        "%Y-%m-%dT%H:%M:%SZ"
-    )
-    run_id = params.get("run_id") or (os.path.basename(os.path.abspath(root)) if root else None)
+    generated_at = B.stamp(now)
+    run_id = params.get("run_id") or B.run_id(root)
     error = None
     asked, clusters = params.get("request"), params.get("clusters")
     try:
@@ -249,7 +244,7 @@ def run_rollout_report(module, now=None):
                 render_exc,
             )
             files = [("report.json", report)]
-    root, written = write_report(module, files)
+    root, written = B.write_report(module, files)
     if error:
         raise KaiopsError(
             "Failed to build the rollout report: %s (an error report was written: %s)"
