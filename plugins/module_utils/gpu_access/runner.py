@@ -29,6 +29,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.waiter 
     check_stages,
     watch,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient
 
 
@@ -56,16 +57,11 @@ def run_gpu_access_report(module, now=utc_now):
 # ------------------------------------------------------------------ the reads: plan and watch
 
 
-def _client(params, client_factory):
-    return client_factory(
-        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
-    )
-
-
 def run_gpu_access_plan(module, client_factory=KubeClient.from_options):
     """Read the cluster's configuration and plan the run (plan.build_plan). Reads only."""
     params = module.params
-    raw = GpuAccessClient(_client(params, client_factory)).configuration(params["kai_namespace"])
+    reads = GpuAccessClient(client_from(params, client_factory))
+    raw = reads.configuration(params["kai_namespace"])
     plan = build_plan(raw, params, params.get("kai") or {}, module.check_mode)
     module.exit_json(changed=False, plan=plan)
 
@@ -80,7 +76,7 @@ def run_gpu_access_watch(
     """Follow one case's pods through its stages (waiter.watch). Reads only."""
     params = module.params
     check_stages(params["stages"])  # bad input fails before any cluster call
-    reads = GpuAccessClient(_client(params, client_factory))
+    reads = GpuAccessClient(client_from(params, client_factory))
 
     def read():
         return case_snapshot(

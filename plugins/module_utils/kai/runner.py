@@ -9,15 +9,14 @@ gate. Without ``wait_s``, ``expected_version`` must run rolled out now, or the m
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as I
 
 
 def run_identify(module):
     p = module.params
-    client = KubeClient.from_options(
-        p.get("kubeconfig"), p.get("context"), p.get("request_timeout") or 30
-    )
+    client = client_from(p, KubeClient.from_options)
     expected = p.get("expected_version")
     helm = p.get("helm") or None
     if p.get("wait_s") and expected:

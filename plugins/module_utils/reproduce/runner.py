@@ -21,6 +21,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import identify as I
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import SHARED_CM_ANNOTATION
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
@@ -693,9 +694,7 @@ def run_case(module):
         module.exit_json(
             changed=False, skipped=True, msg="reproduce plants fixtures; nothing runs under --check"
         )
-    client = FixtureClient.from_options(
-        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
-    )
+    client = client_from(params, FixtureClient.from_options)
     result = CaseRun(client, params).run()
     module.exit_json(changed=True, **result)
 

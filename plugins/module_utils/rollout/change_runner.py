@@ -28,6 +28,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     KaiopsError,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.evidence.writer import EvidenceWriter
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import parse_time
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.client import (
@@ -709,9 +710,7 @@ def run_rollout_verify(module, client_factory=FixtureClient.from_options):
         record = journal.add("baseline_note", {"note": note})
         _exit(module, record, changed=False, skipped=True, msg="no baseline measured: " + note)
         return
-    client = client_factory(
-        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
-    )
+    client = client_from(params, client_factory)
     params.update(verify_inputs(record, params["phase"]))
     figures = ProbeRun(client, params).run()
     if params["phase"] == "baseline" and not figures.get("version"):
@@ -815,9 +814,7 @@ def _with_recorded_snapshot(params):
 
 def run_rollout_restore(module, client_factory=FixtureClient.from_options):
     params = module.params
-    client = client_factory(
-        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
-    )
+    client = client_from(params, client_factory)
     if params["operation"] == "read":
         module.exit_json(changed=False, objects=R.versions(_read_kinds(client, R.RESTORED_KINDS)))
     if params["operation"] == "survivors":
@@ -900,9 +897,7 @@ def run_rollout_governance(module, client_factory=FixtureClient.from_options):
             skipped=True,
             msg="RBAC not read: the inventory read nothing (%s)" % record["inventory_status"],
         )
-    client = client_factory(
-        params.get("kubeconfig"), params.get("context"), params.get("request_timeout") or 30
-    )
+    client = client_from(params, client_factory)
     rbac = {}
     summary = {}
     try:
