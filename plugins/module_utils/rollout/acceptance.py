@@ -172,49 +172,42 @@ def _auth_problem(figures, thresholds):
     return None
 
 
+# A latency gate per threshold (named as it, without "_s"); rollbacks and baselines ease these.
+LATENCY_FIGURES = {
+    "bind_latency_p50_s": ("submit_to_bound", "p50_s"),
+    "bind_latency_p95_s": ("submit_to_bound", "p95_s"),
+    "ready_latency_p50_s": ("submit_to_running", "p50_s"),
+    "ready_latency_p95_s": ("submit_to_running", "p95_s"),
+}
+LATENCY_TEXT = {  # a latency figure's words in the messages, and the fix when it is too slow
+    "submit_to_bound": (
+        "submit-to-bound",
+        "find what delays binding (binder logs, BindRequests) or raise the threshold with the "
+        "change owner",
+    ),
+    "submit_to_running": (
+        "submit-to-Running",
+        "find what delays the start (node, images, reservation pods)",
+    ),
+}
+
+
+def _latency_gate(limit_name):
+    which, pct = LATENCY_FIGURES[limit_name]
+    what, fix = LATENCY_TEXT[which]
+    threshold = "<= %s s (" + limit_name + ")"
+    return {
+        "name": limit_name[: -len("_s")],
+        "unit": "s",
+        "figure": lambda f: _lat(f, which, pct),
+        "threshold": lambda t: threshold % t.get(limit_name),
+        "rule": _latency_problem(which, pct, limit_name, "%s %s" % (what, pct[: -len("_s")])),
+        "fix": fix,
+    }
+
+
 ACCEPTANCE_GATES = (
-    {
-        "name": "bind_latency_p50",
-        "unit": "s",
-        "figure": lambda f: _lat(f, "submit_to_bound", "p50_s"),
-        "threshold": lambda t: "<= %s s (bind_latency_p50_s)" % t.get("bind_latency_p50_s"),
-        "rule": _latency_problem(
-            "submit_to_bound", "p50_s", "bind_latency_p50_s", "submit-to-bound p50"
-        ),
-        "fix": "find what delays binding (binder logs, BindRequests) or raise the threshold with "
-        "the change owner",
-    },
-    {
-        "name": "bind_latency_p95",
-        "unit": "s",
-        "figure": lambda f: _lat(f, "submit_to_bound", "p95_s"),
-        "threshold": lambda t: "<= %s s (bind_latency_p95_s)" % t.get("bind_latency_p95_s"),
-        "rule": _latency_problem(
-            "submit_to_bound", "p95_s", "bind_latency_p95_s", "submit-to-bound p95"
-        ),
-        "fix": "find what delays binding (binder logs, BindRequests) or raise the threshold with "
-        "the change owner",
-    },
-    {
-        "name": "ready_latency_p50",
-        "unit": "s",
-        "figure": lambda f: _lat(f, "submit_to_running", "p50_s"),
-        "threshold": lambda t: "<= %s s (ready_latency_p50_s)" % t.get("ready_latency_p50_s"),
-        "rule": _latency_problem(
-            "submit_to_running", "p50_s", "ready_latency_p50_s", "submit-to-Running p50"
-        ),
-        "fix": "find what delays the start (node, images, reservation pods)",
-    },
-    {
-        "name": "ready_latency_p95",
-        "unit": "s",
-        "figure": lambda f: _lat(f, "submit_to_running", "p95_s"),
-        "threshold": lambda t: "<= %s s (ready_latency_p95_s)" % t.get("ready_latency_p95_s"),
-        "rule": _latency_problem(
-            "submit_to_running", "p95_s", "ready_latency_p95_s", "submit-to-Running p95"
-        ),
-        "fix": "find what delays the start (node, images, reservation pods)",
-    },
+    *(_latency_gate(name) for name in LATENCY_FIGURES),
     {
         "name": "completion_rate",
         "figure": lambda f: (f.get("completion") or {}).get("rate"),
@@ -313,12 +306,6 @@ ACCEPTANCE_GATES = (
 # completion rate may be the threshold or what it was before. Counts (restarts, failed binds,
 # stale objects) keep their thresholds.
 ROLLBACK_SLACK = {"factor": 2.0, "plus_s": 1.0}
-LATENCY_FIGURES = {
-    "bind_latency_p50_s": ("submit_to_bound", "p50_s"),
-    "bind_latency_p95_s": ("submit_to_bound", "p95_s"),
-    "ready_latency_p50_s": ("submit_to_running", "p50_s"),
-    "ready_latency_p95_s": ("submit_to_running", "p95_s"),
-}
 
 
 def rollback_slack(thresholds):
