@@ -13,7 +13,7 @@ runs, every KAI Deployment rolled out).
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import probes as P
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import checked, gate
 
 
 def _lat(figures, which, pct):
@@ -407,15 +407,7 @@ def verify_gates(stage, figures, thresholds, evidence=None, baseline=None):
         names = [n for n in notes if "(%s" % n in text]
         if names:
             text += notes[names[0]]
-        record = gate(
-            stage,
-            decl["name"],
-            decl["figure"](figures),
-            text,
-            problem is None,
-            problem or "",
-            decl["fix"] if problem else "",
-        )
+        record = checked(stage, decl["name"], decl["figure"](figures), text, problem, decl["fix"])
         record["evidence"] = link
         if decl.get("unit"):
             record["unit"] = decl["unit"]
@@ -432,14 +424,13 @@ def _seconds(value):
 
 def _running_version_gate(stage, version, expected_version):
     ok = version == expected_version
-    return gate(
+    return checked(
         stage,
         "running_version",
         version or "unreadable",
         expected_version,
-        ok,
-        "" if ok else "the binder runs %s, not %s" % (version, expected_version),
-        "" if ok else "read the Helm release and the binder image",
+        None if ok else "the binder runs %s, not %s" % (version, expected_version),
+        "read the Helm release and the binder image",
     )
 
 
@@ -451,18 +442,15 @@ def _rolled_out_gate(stage, identity, expected_version, rolled_out_s, timeout_s,
     why = list(reasons or [])
     if rolled and not in_time:
         why.append("rolled out after %s s, over the bound of %s s" % (rolled_out_s, timeout_s))
-    return gate(
+    return checked(
         stage,
         "rolled_out",
         "%s s" % rolled_out_s if rolled else "not rolled out after %s s" % rolled_out_s,
         "every KAI component Deployment runs %s and is rolled out (observed generation, "
         "updated and available replicas), kai-config's conditions current for its "
         "generation, within %s s" % (expected_version, timeout_s),
-        in_time,
-        "" if in_time else "; ".join(why) or "KAI did not finish rolling out",
-        ""
-        if in_time
-        else "read kai-config's status conditions, the operator's log and the component "
+        None if in_time else "; ".join(why) or "KAI did not finish rolling out",
+        "read kai-config's status conditions, the operator's log and the component "
         "Deployments' conditions",
     )
 
@@ -485,16 +473,13 @@ def _agreement_gate(stage, found):
 
 def _helm_release_gate(stage, helm_status):
     deployed = helm_status == "deployed"
-    return gate(
+    return checked(
         stage,
         "helm_release",
         helm_status or "unknown",
         "deployed",
-        deployed,
-        "" if deployed else "the Helm release is %s, not deployed" % (helm_status or "unknown"),
-        ""
-        if deployed
-        else "read helm history; downgrade by uninstall and install of the recorded version",
+        None if deployed else "the Helm release is %s, not deployed" % (helm_status or "unknown"),
+        "read helm history; downgrade by uninstall and install of the recorded version",
     )
 
 
@@ -538,17 +523,14 @@ def kept_gate(before, after, evidence=None):
         gone = lost(before, after)
         ok = not gone
         message = "; ".join("%s gone: %s" % (k, ", ".join(v)) for k, v in gone.items())
-    out = gate(
+    out = checked(
         "rollback",
         "kept",
         "all kept (%s)" % counts if ok else "lost: %s" % (message or "unknown"),
         "every KAI CRD, queue, SchedulingShard, PodGroup and the reservation namespace present "
         "before the downgrade is present after it",
-        ok,
-        message,
-        ""
-        if ok
-        else "recreate them from the snapshot before the change (snapshots/) and "
+        None if ok else message,
+        "recreate them from the snapshot before the change (snapshots/) and "
         "read KAI's operator log",
     )
     out["evidence"] = evidence

@@ -71,20 +71,27 @@ def gate(stage, name, figure, threshold, passed, message="", fix=""):
     }
 
 
+def checked(stage, name, figure, threshold, problem, fix=""):
+    """The gate of a check: passed when ``problem`` is None, else failed with the problem as its
+    message and ``fix``."""
+    return gate(
+        stage, name, figure, threshold, problem is None, problem or "", fix if problem else ""
+    )
+
+
 def judge(declaration, subject):
     """The gate record of one declaration for one subject."""
     problem = declaration["rule"](subject)
     fix = declaration.get("fix") or ""
     if callable(fix):
         fix = fix(subject)
-    return gate(
+    return checked(
         declaration["stage"],
         declaration["name"],
         declaration["figure"](subject),
         declaration["threshold"],
-        problem is None,
-        problem or "",
-        fix if problem else "",
+        problem,
+        fix,
     )
 
 
@@ -206,12 +213,11 @@ REQUEST_GATES = (
 def _thresholds_shape_gate(thresholds, stage, fix_var):
     """The one gate when the thresholds are missing or not a mapping."""
     empty = thresholds in (None, "", {})
-    return gate(
+    return checked(
         stage,
         "thresholds",
         "missing" if empty else type_name(thresholds),
         "a mapping of %d acceptance thresholds" % len(ROLLOUT_THRESHOLDS),
-        False,
         "acceptance thresholds are missing"
         if empty
         else "kaiops_thresholds must be a mapping of threshold names to numbers, got %s"
@@ -227,14 +233,13 @@ def _rollout_threshold_gates(thresholds, stage, fix_var):
         rule = THRESHOLDS[name]
         value, problem = read_threshold(name, thresholds.get(name))
         gates.append(
-            gate(
+            checked(
                 stage,
                 "threshold:" + name,
                 value,
                 threshold_rule(name),
-                problem is None,
-                "threshold %s (%s): %s" % (name, rule["what"], problem) if problem else "",
-                "set %s.%s" % (fix_var, name) if problem else "",
+                "threshold %s (%s): %s" % (name, rule["what"], problem) if problem else problem,
+                "set %s.%s" % (fix_var, name),
             )
         )
     return gates
@@ -247,12 +252,11 @@ def _percentile_pair_gates(thresholds, stage, fix_var):
         (a, a_ok), (b, b_ok) = as_number(thresholds.get(low)), as_number(thresholds.get(high))
         if a_ok and b_ok and a > b:
             gates.append(
-                gate(
+                checked(
                     stage,
                     "threshold:%s<=%s" % (low, high),
                     "%s > %s" % (a, b),
                     "p50 <= p95",
-                    False,
                     "threshold %s (%s) is above %s (%s)" % (low, a, high, b),
                     "a p50 cannot exceed its p95: fix %s" % fix_var,
                 )
@@ -267,12 +271,11 @@ def _optional_threshold_gates(thresholds, stage, fix_var):
         _value, problem = read_threshold(name, thresholds[name])
         if problem:
             gates.append(
-                gate(
+                checked(
                     stage,
                     "threshold:" + name,
                     thresholds[name],
                     threshold_rule(name),
-                    False,
                     "threshold %s (%s): %s" % (name, THRESHOLDS[name]["what"], problem),
                     "set %s.%s" % (fix_var, name),
                 )
@@ -289,12 +292,11 @@ def _unknown_thresholds_gates(thresholds, stage):
         for n in unknown
     ]
     return [
-        gate(
+        checked(
             stage,
             "thresholds:unknown",
             unknown,
             "known names",
-            False,
             "unknown threshold name(s) %s" % ", ".join(named),
             "use only %s" % ", ".join(THRESHOLDS),
         )
@@ -325,16 +327,15 @@ def regression_gate(req, passing, considered, evidence_root):
     version = req["kai_version"]
     stage = "request"
     if problem:
-        return gate(
-            stage, "regression_evidence", INVALID_WAIVER, threshold, False, problem, WAIVER_FIX
+        return checked(
+            stage, "regression_evidence", INVALID_WAIVER, threshold, problem, WAIVER_FIX
         ), None
     if passing is None:
-        return gate(
+        return checked(
             stage,
             "regression_evidence",
             "not checked",
             threshold,
-            False,
             "regression evidence cannot be matched without a valid KAI version",
             "fix kaiops_kai_version first",
         ), None
@@ -359,12 +360,11 @@ def regression_gate(req, passing, considered, evidence_root):
         if considered
         else ""
     )
-    return gate(
+    return checked(
         stage,
         "regression_evidence",
         "none",
         threshold,
-        False,
         "no passing reproduce report for %s in %s%s" % (version, evidence_root or "-", seen),
         "run the reproduce playbook against %s first, or set kaiops_rollout_regression_waiver: "
         "{reason: <why>, approved_by: <who>}" % version,
@@ -384,16 +384,15 @@ def rehearsal_waiver_gate(req):
     if given in (None, "", {}):
         return None
     waiver, problem = read_waiver(given, "rehearsal waiver")
-    return gate(
+    return checked(
         "request",
         "rehearsal_waiver",
         "%s (approved by %s)" % (waiver["reason"], waiver["approved_by"])
         if waiver
         else INVALID_WAIVER,
         "{reason, approved_by}: approves without a rollback rehearsal on record",
-        problem is None,
-        problem or "",
-        REHEARSAL_WAIVER_FIX if problem else "",
+        problem,
+        REHEARSAL_WAIVER_FIX,
     )
 
 
@@ -577,12 +576,11 @@ def cluster_gates(cluster, inventory, rollback_target=None, version_before=None)
     status = inventory.get("status") or "missing"
     if status in UNREADABLE:
         return [
-            gate(
+            checked(
                 "cluster",
                 "reachable",
                 status,
                 "inventoried",
-                False,
                 "cluster %s could not be inventoried: %s - %s"
                 % (cluster, status, inventory.get("error") or "no inventory recorded"),
                 "fix access to the cluster (kubeconfig, context, RBAC), then run again",
@@ -622,12 +620,11 @@ def snapshot_gate(count, helm_revision, use_helm, note):
 
 
 def failure_gate(cluster, stage, task, msg):
-    return gate(
+    return checked(
         stage,
         "preflight_error",
         task,
         "no error",
-        False,
         'preflight of %s failed in "%s": %s' % (cluster, task, msg or "no message"),
         "see the task output and tasks.jsonl in the evidence folder",
     )

@@ -206,20 +206,17 @@ def resolve(rbac, target_list, kai_namespace):
 
 def governance_gate(summary, rule=None):
     """One gate (stage governance): passes unless the change request refuses broad grants."""
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+    from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import checked
 
     rule = rule if isinstance(rule, dict) else {}
     if summary.get("error"):
-        return gate(
+        return checked(
             "governance",
             "governance",
             "not read: %s" % summary["error"],
             "RBAC read (read-only; refuses nothing unless kaiops_rollout_governance sets a rule)",
-            not rule.get("refuse_broad_grants"),
-            summary["error"] if rule.get("refuse_broad_grants") else "",
-            "give the rollout's credentials get/list on RBAC objects"
-            if rule.get("refuse_broad_grants")
-            else "",
+            summary["error"] if rule.get("refuse_broad_grants") else None,
+            "give the rollout's credentials get/list on RBAC objects",
         )
     editors = sorted(
         {
@@ -235,17 +232,16 @@ def governance_gate(summary, rule=None):
         len(editors),
         len(broad),
     )
-    return gate(
+    return checked(
         "governance",
         "governance",
         figure,
         "no broad grant (kaiops_rollout_governance.refuse_broad_grants)"
         if rule.get("refuse_broad_grants")
         else "reported (no rule set: refuses nothing)",
-        not refuse,
         "broad grants: %s"
         % "; ".join("%s (%s)" % (b["subject"], ", ".join(b["why"])) for b in broad)
         if refuse
-        else "",
-        "narrow the grants named, or drop the rule with the change owner" if refuse else "",
+        else None,
+        "narrow the grants named, or drop the rule with the change owner",
     )

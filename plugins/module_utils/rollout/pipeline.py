@@ -24,6 +24,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import cha
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import waves as W
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import (
     INVALID_WAIVER,
+    checked,
     cluster_gates,
     failed,
     failure_gate,
@@ -102,12 +103,11 @@ def refused_record(cluster, refusal):
     """The record of a cluster whose request the request check of every playbook refused
     (kai_request): one failed request gate per problem, nothing read or changed."""
     found = [
-        gate(
+        checked(
             "request",
             "request:%s" % p.get("field"),
             "refused",
             "the request check's rules (plugins/module_utils/request/rules.py)",
-            False,
             p.get("message") or "refused",
             p.get("fix") or "",
         )
@@ -279,10 +279,7 @@ def _canary_gate(canary):
         return None
     problem, fix = W.canary_problem(name, canary.get("hosts"), canary.get("play") or [])
     figure = "%s: %s" % (name, ", ".join(canary.get("hosts") or []) or "no cluster")
-    return gate(
-        "request", "canary_group", figure, W.CANARY_THRESHOLD, problem is None, problem or "",
-        fix or "",
-    )  # fmt: skip
+    return checked("request", "canary_group", figure, W.CANARY_THRESHOLD, problem, fix)
 
 
 def add_policy(record, policy_value, waves_value, canary=None):
@@ -294,26 +291,24 @@ def add_policy(record, policy_value, waves_value, canary=None):
     canary = canary or {}
     policy, problem = C.read_policy(policy_value)
     out["gates"].append(
-        gate(
+        checked(
             "request",
             "failed_gate_policy",
             C.policy_text(policy) if policy else policy_value,
             C.POLICY_THRESHOLD,
-            problem is None,
-            problem or "",
-            C.POLICY_FIX if problem else "",
+            problem,
+            C.POLICY_FIX,
         )
     )
     waves, wave_problem = read_waves(waves_value)
     out["gates"].append(
-        gate(
+        checked(
             "request",
             "waves",
             waves if waves else waves_value,
             "clusters per wave: numbers >= 1 or percentages (Ansible serial)",
-            wave_problem is None,
-            wave_problem or "",
-            "set kaiops_rollout_waves to e.g. [1, '25%', '100%']" if wave_problem else "",
+            wave_problem,
+            "set kaiops_rollout_waves to e.g. [1, '25%', '100%']",
         )
     )
     canary_gate = _canary_gate(canary)
@@ -521,13 +516,12 @@ def _upgrade_gates(stage, result, identity):
     if result.get("error"):
         gates.insert(
             0,
-            gate(
+            checked(
                 stage,
                 "helm",
                 "failed",
                 "helm %s succeeded"
                 % ("upgrade" if stage == "upgrade" else result.get("method") or "downgrade"),
-                False,
                 result["error"],
                 "read the task output; the release's history is in the evidence",
             ),
@@ -760,7 +754,7 @@ def _rollback_snapshot(snapshot, bundle_path):
 
 
 def _bundle_gate(bundle, before, problem):
-    return gate(
+    return checked(
         "request",
         "rollback_bundle",
         "%s: revision %s (%s) recorded before its change"
@@ -768,9 +762,8 @@ def _bundle_gate(bundle, before, problem):
         if problem is None
         else bundle or "none",
         "a rollout bundle with this cluster's revision and snapshot before the change",
-        problem is None,
-        problem or "",
-        "give kaiops_rollout_rollback_bundle=<evidence root>/<rollout bundle>" if problem else "",
+        problem,
+        "give kaiops_rollout_rollback_bundle=<evidence root>/<rollout bundle>",
     )
 
 

@@ -23,7 +23,7 @@
 
 import math
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import checked
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     GROUP_NAME,
     wave_numbers,
@@ -133,12 +133,11 @@ def progress_gate(change, decided_at):
     now = _seconds(decided_at)
     threshold = "<= %d s from the start of the upgrade to the decision (progress_deadline_s)"
     if started is None or now is None or now < started:
-        out = gate(
+        out = checked(
             stage,
             "progress_deadline",
             "no data",
             threshold % deadline,
-            False,
             "the times of the upgrade's start and of the decision were not both recorded: no "
             "data is not a pass",
             "read the change's steps (did the upgrade start?) and run the change again",
@@ -146,19 +145,16 @@ def progress_gate(change, decided_at):
     else:
         took = round(now - started, 1)
         late = took > deadline
-        out = gate(
+        out = checked(
             stage,
             "progress_deadline",
             took,
             threshold % deadline,
-            not late,
             "the change took %s s, over the progress deadline of %d s" % (took, deadline)
             if late
-            else "",
+            else None,
             "find the slow step in the change's steps (upgrade, rollout wait, verification, "
-            "soak) or raise kaiops_rollout_progress_deadline_s with the change owner"
-            if late
-            else "",
+            "soak) or raise kaiops_rollout_progress_deadline_s with the change owner",
         )
     out["unit"] = "s"
     return out
