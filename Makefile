@@ -96,22 +96,17 @@ fleet-cost: venv ## benchmark: inventory.yml and rollout.yml --check over 1 to 1
 #   (KAIOPS_LAB_CLUSTER=2: its own API server, node, KAI release and network namespace; the lab
 #   tests, make lab-env and make lab-kai follow it), with an evidence root of their own (make
 #   drill reads evidence/latest), from lab-up on;
-# - the fleet's drills (fleet-drill) on a fleet of their own, clusters 3 to 5
-#   (LAB_FIRST_CLUSTER=3, inventories/lab-fleet-from-3), with an evidence root of their own,
-#   from lab-up on: they switch KAI on every cluster of their fleet, so not on clusters 1 or 2
-#   (after the other drills, as they ran until 2026-12-07, they added 17 min to a cold run);
 # - the other drills (molecule) on cluster 1.
 # Each background stream's output is kept in its log and printed where the run waits for it
-# (TEST_JOIN, after molecule); one that fails stops the run there. The lifecycle tests come
-# last: they take every cluster down and bring up a fleet of their own from nothing.
+# (TEST_JOIN, after molecule); one that fails stops the run there. The fleet's drills and the
+# lifecycle tests come last: they bring up and take down the whole fleet.
 # (The first try of three streams failed a reproduce case: under their load KAI's admission
 # webhook had no endpoint through a case's 60 s window after a switch of build. kai_identify and
 # make lab-kai now wait for it, as an install on a loaded cluster needs anyway.)
 TEST_BESIDE = lint go-lint unit $(addprefix go-test/,$(GO_MODULES_TESTED)) go-test-cuda/tools/gpuprobe
 TEST_ON_2 = pytest/tests/lab molecule-2
-TEST_LAB = lab-down lab-up molecule pytest/tests/lifecycle
-TEST_JOIN = pytest/tests/lifecycle
-TEST_FLEET_FIRST = 3
+TEST_LAB = lab-down lab-up molecule fleet-drill pytest/tests/lifecycle
+TEST_JOIN = fleet-drill
 TEST_STAGES = setup $(TEST_BESIDE) lab-down lab-up $(TEST_ON_2) molecule fleet-drill pytest/tests/lifecycle
 TEST_RESULTS ?= $(KAIOPS_CACHE)/test-results
 # The summary runs on the system Python (standard library only), so the setup stage - the venv and
@@ -136,9 +131,7 @@ test: ## set up everything and run the whole suite, then a summary per stage (CI
 	    if [ $$s = lab-up ]; then up=0; stage lab-up LAB_CLUSTERS=2 || up=1; beside; \
 	      [ $$up = 0 ] || break; \
 	      ( for t in $(TEST_ON_2); do KAIOPS_LAB_CLUSTER=2 KAIOPS_EVIDENCE_ROOT="$(TEST_RESULTS)/evidence-cluster-2" stage $$t || exit 1; done \
-	      ) > "$(TEST_RESULTS)/cluster-2.log" 2>&1 & streams="$$streams $$!:cluster-2"; \
-	      LAB_FIRST_CLUSTER=$(TEST_FLEET_FIRST) KAIOPS_EVIDENCE_ROOT="$(TEST_RESULTS)/evidence-fleet" stage fleet-drill \
-	        > "$(TEST_RESULTS)/fleet.log" 2>&1 & streams="$$streams $$!:fleet"; continue; fi; \
+	      ) > "$(TEST_RESULTS)/cluster-2.log" 2>&1 & streams="$$streams $$!:cluster-2"; continue; fi; \
 	    if [ $$s = molecule ]; then stage molecule MOLECULE_SKIP="default $(MOLECULE_ON_2)" || break; continue; fi; \
 	    stage $$s || break; \
 	  done; \
@@ -198,11 +191,7 @@ molecule-2: venv ## the drills make test runs on cluster 2 (MOLECULE_ON_2), on t
 # in make test the lifecycle stage after this one takes the whole fleet down (down takes every
 # cluster on the machine) before it brings its own fleet up from nothing.
 FLEET_CLUSTERS = 3
-# LAB_FIRST_CLUSTER=3 (make test's): the fleet is clusters 3 to 5, beside a running cluster 1
-FLEET_INVENTORY = inventories/lab-fleet$(if $(filter-out 1,$(LAB_FIRST_CLUSTER)),-from-$(LAB_FIRST_CLUSTER))
-fleet-drill: export KAIOPS_LAB_FLEET_INVENTORY = $(FLEET_INVENTORY)
-fleet-drill: venv lab-deps ## the fleet drills (molecule/fleet_*) over a fleet lab of $(FLEET_CLUSTERS) clusters (from cluster LAB_FIRST_CLUSTER)
-	@test -f $(FLEET_INVENTORY)/hosts.yml || { echo "no fleet inventory $(FLEET_INVENTORY) for LAB_FIRST_CLUSTER=$(LAB_FIRST_CLUSTER)"; exit 2; }
+fleet-drill: venv lab-deps ## the fleet drills (molecule/fleet_*) over a fleet lab of $(FLEET_CLUSTERS) clusters
 	$(MAKE) --no-print-directory lab-up LAB_CLUSTERS=$(FLEET_CLUSTERS)
 	$(call molecule_each,$(MOLECULE_FLEET))
 

@@ -5,10 +5,7 @@ LAB_PY = $(if $(wildcard $(PY)),$(PY),python3)
 # LAB_CLUSTERS=<n>: a fleet of n clusters side by side (default 1: the one lab). The first is the
 # lab every target has always used; the others each live in network namespaces of their own.
 LAB_CLUSTERS ?= 1
-# LAB_FIRST_CLUSTER=<n>: the fleet is clusters n to n+LAB_CLUSTERS-1 (default 1); one from 3 on
-# comes up beside a running cluster 1 and leaves clusters 1 and 2 alone (make test's fleet drills).
-LAB_FIRST_CLUSTER ?= 1
-LAB := PYTHONPATH=$(CURDIR)/lab KAIOPS_LAB_CLUSTERS=$(LAB_CLUSTERS) KAIOPS_LAB_FIRST_CLUSTER=$(LAB_FIRST_CLUSTER) $(LAB_PY) -m kailab
+LAB := PYTHONPATH=$(CURDIR)/lab KAIOPS_LAB_CLUSTERS=$(LAB_CLUSTERS) $(LAB_PY) -m kailab
 # Debian packages the real node needs (versions pinned in lab/versions.yaml).
 LAB_DEBS := containerd runc containernetworking-plugins busybox-static iptables conntrack openssl gcc libc6-dev
 

@@ -80,10 +80,10 @@ def _env(lab: Lab, fleet: list[LabConfig]) -> None:
 def _status(labs: list[Lab], as_json: bool) -> int:
     """Each cluster's components (a heading per cluster when there are several)."""
     code = 0
-    for n, lab in enumerate(labs, 1):
+    for lab in labs:
         cfg = lab.cfg
         if len(labs) > 1 and not as_json:
-            print(f"== cluster {cfg.index} ({n} of {len(labs)}): lab {cfg.name} ({cfg.api_url})")
+            print(f"== cluster {cfg.index} of {len(labs)}: lab {cfg.name} ({cfg.api_url})")
         if not cfg.state_dir.exists():
             print(f"lab {cfg.name} is not up: start it with `make lab-up`")
             code = 3
@@ -153,13 +153,6 @@ def main(argv: list[str] | None = None) -> int:
 
             build_all()
         elif args.cmd == "up":
-            host = LabConfig.from_env(1)
-            if cfg.index != 1 and not Lab(host).already_up():
-                # cluster 1 sets up the host (its sysctls, its bridge) that the others lean on
-                raise LabError(
-                    f"Failed to bring up clusters from {cfg.index} on: the lab's cluster 1 is "
-                    "not up; start it first with `make lab-up`, or leave LAB_FIRST_CLUSTER unset"
-                )
             if len(fleet) == 1:
                 lab.up()
             else:

@@ -74,10 +74,6 @@ def _env_int(name: str, default: int, low: int, high: int) -> int:
     return value
 
 
-def _first_cluster() -> int:
-    return _env_int("KAIOPS_LAB_FIRST_CLUSTER", 1, 1, MAX_CLUSTERS)
-
-
 @dataclass(frozen=True)
 class Network:
     """Addresses live on interfaces the lab creates; nothing else is bound or dialled.
@@ -165,19 +161,15 @@ class LabConfig:
 
     @classmethod
     def selected(cls) -> LabConfig:
-        """The cluster a shell or a test suite works on: `KAIOPS_LAB_CLUSTER` (default the
-        fleet's first, 1 unless `KAIOPS_LAB_FIRST_CLUSTER` says otherwise). make test runs the
-        lab tests on cluster 2 while the drills run on cluster 1."""
-        return cls.from_env(_env_int("KAIOPS_LAB_CLUSTER", _first_cluster(), 1, MAX_CLUSTERS))
+        """The cluster a shell or a test suite works on: `KAIOPS_LAB_CLUSTER` (default 1). make
+        test runs the lab tests on cluster 2 while the drills run on cluster 1."""
+        return cls.from_env(_env_int("KAIOPS_LAB_CLUSTER", 1, 1, MAX_CLUSTERS))
 
     @classmethod
     def fleet_from_env(cls) -> list[LabConfig]:
-        """Every cluster `LAB_CLUSTERS` asks for (default 1: today's lab alone), numbered from
-        `KAIOPS_LAB_FIRST_CLUSTER` (default 1). make test's fleet drills run on clusters 3 to 5,
-        beside the drills on clusters 1 and 2, which that fleet leaves alone."""
-        first = _first_cluster()
-        count = _env_int("KAIOPS_LAB_CLUSTERS", 1, 1, MAX_CLUSTERS - first + 1)
-        return [cls.from_env(i) for i in range(first, first + count)]
+        """Every cluster `LAB_CLUSTERS` asks for (default 1: today's lab alone)."""
+        count = _env_int("KAIOPS_LAB_CLUSTERS", 1, 1, MAX_CLUSTERS)
+        return [cls.from_env(i) for i in range(1, count + 1)]
 
     @classmethod
     def on_machine(cls, fleet: list[LabConfig]) -> list[LabConfig]:

@@ -161,7 +161,6 @@ def test_the_build_ships(built, shipped):
         "molecule/",
         "inventories/lab/",
         "inventories/lab-fleet/",
-        "inventories/lab-fleet-from-3/",
         "tools/",
         "mk/",
         "hack/",

@@ -273,38 +273,3 @@ def test_a_further_cluster_runs_whole_in_its_namespaces(monkeypatch):
     assert (
         "cgroupRoot" not in next(c for c in one if c.name == "kubelet").files["kubelet/config.yaml"]
     )
-
-
-def test_a_fleet_from_a_later_cluster_leaves_the_first_clusters_alone(monkeypatch):
-    """make test's fleet drills: LAB_FIRST_CLUSTER=3 LAB_CLUSTERS=3 is clusters 3 to 5, and the
-    cluster a shell works on is the fleet's first unless KAIOPS_LAB_CLUSTER says otherwise."""
-    monkeypatch.setenv("KAIOPS_LAB_FIRST_CLUSTER", "3")
-    monkeypatch.setenv("KAIOPS_LAB_CLUSTERS", "3")
-    monkeypatch.delenv("KAIOPS_LAB_CLUSTER", raising=False)
-    fleet = LabConfig.fleet_from_env()
-    assert [c.name for c in fleet] == ["kaiops-3", "kaiops-4", "kaiops-5"]
-    assert [c.network.node_ip for c in fleet] == ["10.250.2.1", "10.250.3.1", "10.250.4.1"]
-    assert LabConfig.selected() == LabConfig.from_env(3)
-    monkeypatch.setenv("KAIOPS_LAB_CLUSTER", "1")
-    assert LabConfig.selected() == LabConfig.from_env(1)
-
-
-@pytest.mark.parametrize(("first", "count"), [("0", "1"), ("x", "1"), ("19", "3"), ("21", "1")])
-def test_a_fleet_past_the_last_cluster_is_refused(monkeypatch, first, count):
-    monkeypatch.setenv("KAIOPS_LAB_FIRST_CLUSTER", first)
-    monkeypatch.setenv("KAIOPS_LAB_CLUSTERS", count)
-    with pytest.raises(LabError, match="KAIOPS_LAB_(FIRST_)?CLUSTERS?"):
-        LabConfig.fleet_from_env()
-
-
-def test_a_fleet_from_a_later_cluster_needs_cluster_one_up(monkeypatch, tmp_path, capsys):
-    """Cluster 1 sets the host up (its sysctls, its bridge); a fleet from cluster 3 on is refused
-    before it changes anything when cluster 1 is not up."""
-    from kailab import __main__ as cli
-
-    monkeypatch.setenv("KAIOPS_LAB_STATE", str(tmp_path / "none"))
-    monkeypatch.setenv("KAIOPS_LAB_FIRST_CLUSTER", "3")
-    monkeypatch.setenv("KAIOPS_LAB_CLUSTERS", "3")
-    assert cli.main(["up"]) == 1
-    err = capsys.readouterr().err
-    assert "cluster 1 is not up" in err and "make lab-up" in err
