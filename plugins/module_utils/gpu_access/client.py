@@ -15,7 +15,7 @@ Two reads, each one dict of what the API server answered:
 The decisions are in ``plan.py`` (configuration) and ``service.py`` (the rules).
 """
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import Reads
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 
 CASE_LABEL = "kaiops.dev/gpu-access-case"
@@ -30,59 +30,38 @@ class GpuAccessClient:
     def configuration(self, kai_namespace):
         """KAI's configuration, its admission and binder arguments, the queues and the nodes."""
         client = self._client
-        access = {}
-        raw = {"access": access, "kai_namespace": kai_namespace}
-        raw["kai_config"] = read_optional(
-            access,
-            "kai_config",
-            lambda: client.read(facts.KAI_CONFIG[0], facts.KAI_CONFIG[1], facts.KAI_CONFIG_NAME),
-            not_found="absent",
+        reads = Reads(not_found="absent")
+        read = reads.optional
+        raw = {"access": reads.access, "kai_namespace": kai_namespace}
+        raw["kai_config"] = read(
+            "kai_config", client.read, *facts.KAI_CONFIG, facts.KAI_CONFIG_NAME
         )
-        raw["deployments"] = read_optional(
-            access,
-            "deployments",
-            lambda: client.list(*facts.DEPLOYMENT, namespace=kai_namespace),
-            not_found="absent",
+        raw["deployments"] = read(
+            "deployments", client.list, *facts.DEPLOYMENT, namespace=kai_namespace
         )
-        raw["queues"] = read_optional(
-            access, "queues", lambda: client.list(*facts.QUEUE), not_found="absent"
-        )
-        raw["nodes"] = read_optional(
-            access, "nodes", lambda: client.list("v1", "Node"), not_found="absent"
-        )
+        raw["queues"] = read("queues", client.list, *facts.QUEUE)
+        raw["nodes"] = read("nodes", client.list, "v1", "Node")
         return raw
 
     def case_state(self, namespace, case, reservation_namespace=facts.RESERVATION_NAMESPACE):
         """One read of a case's pods and what KAI made for them (see the module docstring)."""
         client = self._client
-        access = {}
+        reads = Reads(not_found="absent")
+        read = reads.optional
         selector = "%s=%s" % (CASE_LABEL, case)
-        raw = {"access": access}
+        raw = {"access": reads.access}
         raw["pods"] = client.list("v1", "Pod", namespace, label_selector=selector)
-        raw["pod_groups"] = read_optional(
-            access,
-            "pod_groups",
-            lambda: client.list(*facts.POD_GROUP, namespace=namespace),
-            not_found="absent",
+        raw["pod_groups"] = read("pod_groups", client.list, *facts.POD_GROUP, namespace=namespace)
+        raw["bind_requests"] = read(
+            "bind_requests", client.list, *facts.BIND_REQUEST, namespace=namespace
         )
-        raw["bind_requests"] = read_optional(
-            access,
-            "bind_requests",
-            lambda: client.list(*facts.BIND_REQUEST, namespace=namespace),
-            not_found="absent",
-        )
-        raw["configmaps"] = read_optional(
-            access,
-            "configmaps",
-            lambda: client.list("v1", "ConfigMap", namespace),
-            not_found="absent",
-        )
-        raw["reservation_pods"] = read_optional(
-            access,
+        raw["configmaps"] = read("configmaps", client.list, "v1", "ConfigMap", namespace)
+        raw["reservation_pods"] = read(
             "reservation_pods",
-            lambda: client.list(
-                "v1", "Pod", reservation_namespace, label_selector=facts.RESERVATION_APP_LABEL
-            ),
-            not_found="absent",
+            client.list,
+            "v1",
+            "Pod",
+            reservation_namespace,
+            label_selector=facts.RESERVATION_APP_LABEL,
         )
         return raw

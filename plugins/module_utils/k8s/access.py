@@ -36,3 +36,15 @@ def read_optional(access, section, read, not_found):
         raise
     access[section] = "ok"
     return value
+
+
+class Reads:
+    """The optional reads of one collect, each section's outcome in ``access``."""
+
+    def __init__(self, not_found, access=None):
+        self.access = {} if access is None else access
+        self.not_found = not_found
+
+    def optional(self, section, read, *args, **kwargs):
+        """read(*args, **kwargs) through read_optional, with this collect's ``not_found`` label."""
+        return read_optional(self.access, section, lambda: read(*args, **kwargs), self.not_found)

@@ -21,7 +21,7 @@ the cluster does not serve is recorded in ``access`` and the rest carries on.
 """
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import Reads
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan.pending import (
     COMPONENT_DEPLOYMENTS,
@@ -33,14 +33,11 @@ class RecoveryClient:
     def __init__(self, client):
         self._client = client
 
-    def _optional(self, access, section, read):
-        """Run read(); record 'ok', 'forbidden' or 'not_served' for the section."""
-        return read_optional(access, section, read, not_found="not_served")
-
     def collect(self, kai_namespace=facts.NAMESPACE, binder_deployment=facts.BINDER):
         """Every read recovery needs, in one dict."""
         client = self._client
-        access = {}
+        reads = Reads(not_found="not_served")
+        access, read = reads.access, reads.optional
         raw = {"access": access}
         try:
             raw["pods"] = client.list("v1", "Pod")
@@ -51,22 +48,13 @@ class RecoveryClient:
                 http_status=exc.http_status,
             ) from exc
         access["pods"] = "ok"
-        raw["configmaps"] = self._optional(
-            access, "configmaps", lambda: client.list("v1", "ConfigMap")
-        )
-        raw["bind_requests"] = self._optional(
-            access, "bind_requests", lambda: client.list(*facts.BIND_REQUEST)
-        )
-        raw["binder"] = self._optional(
-            access,
-            "binder",
-            lambda: client.read(*facts.DEPLOYMENT, name=binder_deployment, namespace=kai_namespace),
-        )
+        raw["configmaps"] = read("configmaps", client.list, "v1", "ConfigMap")
+        raw["bind_requests"] = read("bind_requests", client.list, *facts.BIND_REQUEST)
+        binder = {"name": binder_deployment, "namespace": kai_namespace}
+        raw["binder"] = read("binder", client.read, *facts.DEPLOYMENT, **binder)
         if access["binder"] == "ok" and raw["binder"] is None:
             access["binder"] = "absent"
-        kube_system = self._optional(
-            access, "kube_system", lambda: client.read("v1", "Namespace", "kube-system")
-        )
+        kube_system = read("kube_system", client.read, "v1", "Namespace", "kube-system")
         raw["disposable"] = (
             facts.annotations(kube_system).get(facts.DISPOSABLE_ANNOTATION) == "true"
             if kube_system is not None
@@ -95,16 +83,13 @@ class PendingClient:
     def __init__(self, client):
         self._client = client
 
-    def _optional(self, access, section, read):
-        return read_optional(access, section, read, not_found="not_served")
-
     def _per_namespace(self, access, section, namespaces, read):
         """read(ns) for each namespace, concatenated; access is the worst of the reads."""
         items, parts = [], []
         for ns in sorted(namespaces):
-            part = {}
-            items.extend(self._optional(part, section, lambda ns=ns: read(ns)) or [])
-            parts.append(part.get(section))
+            part = Reads(not_found="not_served")
+            items.extend(part.optional(section, read, ns) or [])
+            parts.append(part.access.get(section))
         _merge(access, section, parts)
         return items
 
@@ -120,7 +105,8 @@ class PendingClient:
         """Every read the diagnosis needs; ``logs``: {tail_lines, since_s} or None (no log);
         ``pods``: every pod, when the caller listed them already (recovery's scan)."""
         client = self._client
-        access = {"pods": "ok"}
+        reads = Reads(not_found="not_served", access={"pods": "ok"})
+        access, read = reads.access, reads.optional
         raw = {
             "access": access,
             "kai_namespace": kai_namespace,
@@ -134,12 +120,12 @@ class PendingClient:
             ("bindrequests", facts.BIND_REQUEST),
             ("nodes", ("v1", "Node")),
         ):
-            raw[section] = self._optional(access, section, lambda kind=kind: client.list(*kind))
-        raw["deployments"] = self._optional(
-            access, "deployments", lambda: client.list(*facts.DEPLOYMENT, namespace=kai_namespace)
+            raw[section] = read(section, client.list, *kind)
+        raw["deployments"] = read(
+            "deployments", client.list, *facts.DEPLOYMENT, namespace=kai_namespace
         )
-        raw["kai_config"] = self._optional(
-            {}, "kai_config", lambda: client.read(*facts.KAI_CONFIG, name=facts.KAI_CONFIG_NAME)
+        raw["kai_config"] = Reads(not_found="not_served").optional(
+            "kai_config", client.read, *facts.KAI_CONFIG, name=facts.KAI_CONFIG_NAME
         )
         pending = list(pending_pods(raw["pods"], scheduler_name, reservation_namespace))
         namespaces = {p["metadata"]["namespace"] for p in pending}
@@ -183,17 +169,12 @@ class PendingClient:
                 continue
             if not any(pod_name.startswith(n + "-") for n in names):
                 continue
-            part = {}
+            part = Reads(not_found="not_served")
             path = "/api/v1/namespaces/%s/pods/%s/log" % (kai_namespace, pod_name)
             query = {"tailLines": logs["tail_lines"], "sinceSeconds": logs["since_s"]}
-            text = self._optional(
-                part,
-                "logs",
-                lambda path=path, query=query, pod_name=pod_name: self._log(
-                    path, "the log of pod %s/%s" % (kai_namespace, pod_name), query
-                ),
-            )
-            parts.append(part.get("logs"))
+            what = "the log of pod %s/%s" % (kai_namespace, pod_name)
+            text = part.optional("logs", self._log, path, what, query)
+            parts.append(part.access.get("logs"))
             if text:
                 out[pod_name] = text
         _merge(access, "logs", parts)

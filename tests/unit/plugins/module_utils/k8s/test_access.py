@@ -3,7 +3,10 @@
 import pytest
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import KaiopsError
-from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import read_optional
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import (
+    Reads,
+    read_optional,
+)
 
 
 def _raise(status):
@@ -41,3 +44,13 @@ def test_read_optional_other_failures_raise(status):
     with pytest.raises(KaiopsError):
         read_optional(access, "pods", _raise(status), not_found="absent")
     assert access == {}
+
+
+def test_reads_pass_the_arguments_and_record_each_section_in_one_access():
+    reads = Reads(not_found="not_served", access={"pods": "ok"})
+    assert reads.optional("nodes", lambda *a, **kw: (a, kw), "v1", "Node", namespace="x") == (
+        ("v1", "Node"),
+        {"namespace": "x"},
+    )
+    assert reads.optional("queues", _raise("not_found")) is None
+    assert reads.access == {"pods": "ok", "nodes": "ok", "queues": "not_served"}
