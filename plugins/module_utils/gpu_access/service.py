@@ -504,12 +504,19 @@ def rule_policy_queue(pods, context):
     return (FAILED if problems else PASSED), _with("; ".join(parts), problems), []
 
 
-def _enforced_text(setting):
-    state = {True: "on", False: "off", None: "unknown"}[setting.get("enabled")]
-    text = "blockNvidiaVisibleDevices %s (%s)" % (
-        state,
+ON_OFF = {True: "on", False: "off", None: "unknown"}
+
+
+def _setting_text(setting):
+    """One enforcement setting of the plan and where it was read: 'on (kai-config=true; ...)'."""
+    return "%s (%s)" % (
+        ON_OFF[setting.get("enabled")],
         "; ".join(setting.get("sources") or ["not read"]),
     )
+
+
+def _enforced_text(setting):
+    text = "blockNvidiaVisibleDevices " + _setting_text(setting)
     if setting.get("note"):
         text += ": " + setting["note"]
     return text
@@ -802,20 +809,12 @@ def _node_mechanisms(nodes):
     return mechanisms, details, fake
 
 
-ON_OFF = {True: "on", False: "off", None: "unknown"}
-
-
 def _enforcement_detail(enforcement):
     """What KAI's configuration says of GPU sharing and HAMi-core, and where it was read."""
-
-    def one(key):
-        part = enforcement.get(key) or {}
-        return "%s (%s)" % (
-            ON_OFF[part.get("enabled")],
-            "; ".join(part.get("sources") or ["not read"]),
-        )
-
-    return "KAI: GPU sharing %s, HAMi-core %s" % (one("gpu_sharing"), one("hami_core"))
+    return "KAI: GPU sharing %s, HAMi-core %s" % (
+        _setting_text(enforcement.get("gpu_sharing") or {}),
+        _setting_text(enforcement.get("hami_core") or {}),
+    )
 
 
 def _fractions_detail(fractions, limited, mps):

@@ -20,7 +20,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.report i
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory.service import analyse
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.access import client_from
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.client import KubeClient
-from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import helm_findings
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import all_findings
 from ansible_collections.kaiops.runbooks.plugins.module_utils.versions import parse_range
 
 
@@ -60,9 +60,7 @@ def with_findings(entry):
     kai = entry.get("kai")
     if not kai or not kai.get("installed"):
         return entry
-    found = list(kai.get("findings") or [])
-    found += [f for f in helm_findings(kai.get("version"), kai.get("helm")) if f not in found]
-    return dict(entry, kai=dict(kai, findings=found))
+    return dict(entry, kai=dict(kai, findings=all_findings(kai)))
 
 
 def run_inventory_report(module, now=None):

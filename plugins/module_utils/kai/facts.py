@@ -53,6 +53,17 @@ COMPONENTS = (
 )
 COMPONENT_PREFIX = "kai-scheduler-"
 HELM_RELEASE_ANNOTATION = "meta.helm.sh/release-name"
+
+
+def chart(ref, version):
+    """(chart_ref, chart_version) helm is given to install ``version``: ``{version}`` in the
+    reference makes it a per-release package (a mirror path or a local file, as on the lab);
+    any other reference (the official OCI chart) is one chart at several versions."""
+    if "{version}" in ref:
+        return ref.replace("{version}", version), None
+    return ref, version
+
+
 # The lab's KAI stand-in starts every container of its own with --standin-release=<release>
 # (its chart and its operator do): reports say "KAI stand-in" next to the version wherever
 # what runs is the stand-in. Read from the containers, never from a label: KAI's operator keeps

@@ -162,6 +162,13 @@ def helm_findings(version, helm):
     return out
 
 
+def all_findings(kai):
+    """KAI's findings with helm's voice added, each once: a release helm cannot upgrade, or
+    helm naming another version than the binder."""
+    found = list(kai.get("findings") or [])
+    return found + [f for f in helm_findings(kai.get("version"), kai.get("helm")) if f not in found]
+
+
 def findings(identity):
     """Every disagreement between KAI's voices, each one line naming both sides."""
     version = identity.get("version")

@@ -14,6 +14,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.errors import (
     STATUS_INVALID,
     KaiopsError,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import chart
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.cases import (
     CASES,
     DEFAULT_CASES,
@@ -29,17 +30,6 @@ TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+\Z", re.ASCII)
 def _nearest(name, known):
     close = difflib.get_close_matches(name, known, n=1)
     return " (did you mean %s?)" % close[0] if close else ""
-
-
-def chart_for(version, chart_ref):
-    """(chart_ref, chart_version) helm is given for a build.
-
-    A reference with `{version}` is a per-release package (a mirror or a local file, as on the
-    lab); anything else (the official OCI chart by default) is one chart at several versions.
-    """
-    if "{version}" in chart_ref:
-        return chart_ref.replace("{version}", version), None
-    return chart_ref, version
 
 
 def _case_problems(cases):
@@ -90,7 +80,7 @@ def _resolve_build(raw, params, facts, path_exists, problems):
         )
         return None
     behaviour = (params.get("behaviours") or {}).get(row["configmap_write"]) or {}
-    ref, chart_version = chart_for(version, params.get("chart_ref") or "")
+    ref, chart_version = chart(params.get("chart_ref") or "", version)
     problem = _chart_problem(version, ref, params, path_exists)
     if problem:
         problems.append(problem)

@@ -330,25 +330,23 @@ class CaseRun:
         checks = S.assertions(self.case, expect, obs, extra)
         if timed_out:
             checks.append(
-                {
-                    "name": "within the window",
-                    "result": "fail"
-                    if expect != "reproduces" or not all(w["failed_attempts"] for w in obs)
-                    else "pass",
-                    "figure": "timed out after %ss" % self.p["window_s"],
-                    "expected": "every workload reached its outcome",
-                }
+                S.check(
+                    "within the window",
+                    expect == "reproduces" and all(w["failed_attempts"] for w in obs),
+                    "timed out after %ss" % self.p["window_s"],
+                    "every workload reached its outcome",
+                )
             )
         switch = extra.get("switch")
         if switch:
             checks.append(
-                {
-                    "name": "%s rolled out" % switch["to"],
-                    "result": "pass" if switch["rolled_out"] else "fail",
-                    "figure": "%ss" % switch["seconds"]
+                S.check(
+                    "%s rolled out" % switch["to"],
+                    switch["rolled_out"],
+                    "%ss" % switch["seconds"]
                     + ("" if switch["rolled_out"] else ": " + "; ".join(switch["reasons"])),
-                    "expected": "within %ss" % self.p["switch_timeout_s"],
-                }
+                    "within %ss" % self.p["switch_timeout_s"],
+                )
             )
         if self.case == "recovery" and self.p.get("phase") != "observe":
             # the plant phase only proves the work is stuck; the observe phase is the case

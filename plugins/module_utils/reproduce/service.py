@@ -15,6 +15,7 @@ import json
 import re
 import time
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import condition
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.cases import (
     CAPABILITY_KEYS,
     NIL_MAP,
@@ -121,17 +122,6 @@ def _configmap_after(workload):
     }
 
 
-def _pod_bound_condition(pod):
-    return next(
-        (
-            c.get("status")
-            for c in (pod.get("status") or {}).get("conditions") or []
-            if c.get("type") == "PodBound"
-        ),
-        None,
-    )
-
-
 def _timings(hist, submitted):
     """Seconds from submission to bound, running and completed, and why any is not timed."""
     timing_notes = []
@@ -176,7 +166,7 @@ def workload_observation(records, workload):
         "received_resource_type": (_meta(last).get("annotations") or {}).get(
             "received-resource-type"
         ),
-        "pod_bound_condition": _pod_bound_condition(last),
+        "pod_bound_condition": (condition(last, "PodBound") or {}).get("status"),
         "submit_to_bound_s": since["bound"],
         "submit_to_running_s": since["running"],
         "submit_to_completed_s": since["succeeded"],
@@ -206,7 +196,8 @@ def workload_observation(records, workload):
     }
 
 
-def _check(name, ok, figure, expected):
+def check(name, ok, figure, expected):
+    """One assertion of a case (the runner adds the window's and the switch's)."""
     return {
         "name": name,
         "result": "pass" if ok else "fail",
@@ -220,19 +211,19 @@ def _reproduces_checks(w):
     reasons = [a["reason"] or "" for a in w["attempts"] if a["failed_at"] is not None]
     nil = [r for r in reasons if NIL_MAP in r]
     return [
-        _check(
+        check(
             "%s: bind failed with the nil-map reason" % w["name"],
             bool(nil),
             (nil or reasons or ["no failed attempt"])[0],
             "a Failed BindRequest, reason contains '%s'" % NIL_MAP,
         ),
-        _check(
+        check(
             "%s: failure repeats on a retry" % w["name"],
             len(nil) >= 2,
             "%d failed attempts" % len(nil),
             ">= 2 failed attempts with that reason",
         ),
-        _check(
+        check(
             "%s: pod has no node" % w["name"],
             not w["node"],
             w["node"] or "none",
@@ -244,7 +235,7 @@ def _reproduces_checks(w):
 def _creation_checks(w, cm, extra):
     """The creation case: the ConfigMap KAI made is owned by the pod; a probe completed."""
     out = [
-        _check(
+        check(
             "%s: ConfigMap owned by the pod" % w["name"],
             cm["owners"] == [w["uid"]],
             cm["owners"],
@@ -253,7 +244,7 @@ def _creation_checks(w, cm, extra):
     ]
     if extra.get("probe"):
         out.append(
-            _check("%s: probe completed" % w["name"], w["completed"], w["phase"], "Succeeded")
+            check("%s: probe completed" % w["name"], w["completed"], w["phase"], "Succeeded")
         )
     return out
 
@@ -262,13 +253,13 @@ def _binds_checks(case, w, extra):
     """A build expected to bind: a node, the capabilities keys, and the case's own checks."""
     cm = w["configmap_after"]
     out = [
-        _check(
+        check(
             "%s: pod bound (has a node)" % w["name"],
             bool(w["node"]),
             w["node"] or "none",
             "a node within the window",
         ),
-        _check(
+        check(
             "%s: capabilities ConfigMap holds the three keys" % w["name"],
             set(CAPABILITY_KEYS) <= set(cm["keys"]),
             ",".join(cm["keys"]) or "none",
@@ -278,7 +269,7 @@ def _binds_checks(case, w, extra):
     if w.get("fixture") == "stale":
         kept = (cm.get("data") or {}).get("keep-me") == "1"
         out.append(
-            _check(
+            check(
                 "%s: unrelated key kept" % w["name"],
                 kept,
                 (cm.get("data") or {}).get("keep-me"),
@@ -295,19 +286,19 @@ def _repeat_checks(extra):
     groups = extra.get("groups") or []
     stale = extra.get("stale_reservations_after_rerun")
     return [
-        _check(
+        check(
             "pods share one GPU group",
             len(set(groups)) == 1 and len(groups) >= 2,
             groups,
             "one group",
         ),
-        _check(
+        check(
             "one reservation pod for the group",
             extra.get("reservation_pods_for_group") == 1,
             extra.get("reservation_pods_for_group"),
             1,
         ),
-        _check("rerun leaves no stale reservation pod", stale == 0, stale, 0),
+        check("rerun leaves no stale reservation pod", stale == 0, stale, 0),
     ]
 
 
@@ -315,9 +306,7 @@ def assertions(case, expect, obs, extra):
     """The declared expectation checked against the observations of one case."""
     out = []
     restarts = extra.get("binder_restarts_delta")
-    out.append(
-        _check("binder_not_restarted", restarts == 0, restarts, "0 restarts during the case")
-    )
+    out.append(check("binder_not_restarted", restarts == 0, restarts, "0 restarts during the case"))
     for w in obs:
         if expect == "reproduces":
             out += _reproduces_checks(w)

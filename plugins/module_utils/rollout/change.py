@@ -27,6 +27,7 @@ vocabulary (``module_utils/vocabulary.py``) with every other name.
 
 import copy
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import release_version
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import type_name
@@ -93,12 +94,9 @@ def policy_text(policy):
 
 
 def chart(chart_ref, version):
-    """(chart_ref, chart_version) to install ``version``: ``{version}`` in the reference is
-    replaced (a mirror path or a local package); otherwise the version is the chart version."""
-    ref = chart_ref or OFFICIAL_CHART
-    if "{version}" in ref:
-        return ref.replace("{version}", version), None
-    return ref, version
+    """(chart_ref, chart_version) to install ``version`` (kai/facts.chart), the official chart
+    when no reference is given."""
+    return facts.chart(chart_ref or OFFICIAL_CHART, version)
 
 
 # ---------------------------------------------------------------- earlier runs of the change
@@ -418,13 +416,20 @@ def _gate(name, figure, threshold, passed, message="", fix=""):
     return gate(APPROVAL_STAGE, name, figure, threshold, passed, message, fix)
 
 
+def copy_record(record):
+    """A copy of a cluster's record to add to, with its gates, steps and evidence lists: the
+    caller's record is never changed."""
+    out = copy.deepcopy(record or {})
+    for key in ("gates", "steps", "evidence"):
+        out.setdefault(key, [])
+    return out
+
+
 def add_rehearsal(record, cited, rejected=(), group=None, peers=()):
     """The rehearsal found for the record's version pair (``find_rehearsal``); when the change
     got as far as an approval (the target runs, every verification gate passed, not a repeated
     run), the approval's gate and step and the waiver it used. The record is copied."""
-    out = copy.deepcopy(record or {})
-    for key in ("gates", "steps", "evidence"):
-        out.setdefault(key, [])
+    out = copy_record(record)
     change = out.setdefault("change", {})
     change["rehearsal_pair"] = dict(
         rehearsal_pair(out), cluster=out.get("cluster"), group=group or None, peers=list(peers)

@@ -21,6 +21,7 @@ A declaration's ``rule(subject) -> problem or None`` is pure; ``figure(subject)`
 report shows; ``fix`` is a text or a function of the subject.
 """
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import all_findings
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import (
     read_rollback,
     read_threshold,
@@ -503,16 +504,6 @@ def _applies_with_rollback(subject):
     return _installed(subject) and target not in (None, "") and not isinstance(target, bool)
 
 
-def _findings(subject):
-    from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import (
-        helm_findings,
-    )
-
-    kai = _kai(subject)
-    found = list(kai.get("findings") or [])
-    return found + [f for f in helm_findings(kai.get("version"), kai.get("helm")) if f not in found]
-
-
 CLUSTER_GATES = (
     {
         "name": "kai_release",
@@ -549,8 +540,8 @@ CLUSTER_GATES = (
         "stage": "cluster",
         "threshold": "helm's release (deployed), the operator, kai-config and every component "
         "name one version",
-        "figure": lambda s: "; ".join(_findings(s)) or "agree",
-        "rule": lambda s: "; ".join(_findings(s)) or None,
+        "figure": lambda s: "; ".join(all_findings(_kai(s))) or "agree",
+        "rule": lambda s: "; ".join(all_findings(_kai(s))) or None,
         "fix": "bring KAI to one version first: playbooks/rollback.yml from the last rollout "
         "bundle, or helm upgrade (uninstall and install when the release is failed or pending) to "
         "the version helm should run; never helm rollback KAI's chart",

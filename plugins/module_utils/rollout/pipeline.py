@@ -16,7 +16,6 @@ gates, steps, evidence, regression, snapshot_plan}``; gates as ``rollout/gates.p
 steps ``{step, status, reason}`` with status ``done``, ``failed`` or ``not_run``.
 """
 
-import copy
 import os
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
@@ -119,16 +118,9 @@ def refused_record(cluster, refusal):
     return record
 
 
-def _copy(record):
-    out = copy.deepcopy(record or {})
-    for key in ("gates", "steps", "evidence"):
-        out.setdefault(key, [])
-    return out
-
-
 def add_skip(record, reason=REFUSED_BEFORE_CLUSTER):
     """The cluster steps of a malformed request: not run, with the reason."""
-    out = _copy(record)
+    out = C.copy_record(record)
     out["steps"] += [_step("inventory", "not_run", reason), _step("snapshot", "not_run", reason)]
     return out
 
@@ -140,7 +132,7 @@ def add_inventory(record, inventory, namespace, reservation_namespace, helm_rele
     ``change.resume``, from ``add_earlier``), the rollback target is judged against what that run
     recorded before its change, not against the target that runs now.
     """
-    out = _copy(record)
+    out = C.copy_record(record)
     inventory = inventory or {}
     request = out.get("request") or {}
     resume = (out.get("change") or {}).get("resume")
@@ -188,7 +180,7 @@ def add_inventory(record, inventory, namespace, reservation_namespace, helm_rele
 def add_snapshot(record, objects, helm=None, use_helm=True):
     """The snapshot of KAI's state before the change: objects (kai_snapshot's result) and the
     Helm release (kai_helm_snapshot's, or None when helm was not used)."""
-    out = _copy(record)
+    out = C.copy_record(record)
     plan = out.get("snapshot_plan") or {}
     out["gates"].append(
         snapshot_gate(
@@ -212,7 +204,7 @@ def add_snapshot(record, objects, helm=None, use_helm=True):
 
 def add_failure(record, stage, task, msg, cluster=None):
     """A task of an operation failed: a failed gate and a failed step, both with its message."""
-    out = _copy(record)
+    out = C.copy_record(record)
     cluster = out.get("cluster") or cluster
     out.setdefault("cluster", cluster)
     out.setdefault("schema", SCHEMA)
@@ -287,7 +279,7 @@ def add_policy(record, policy_value, waves_value, canary=None):
     request, no cluster read); ``canary``: {name, hosts (the group's), play (the play's hosts)}.
     A malformed one makes the request malformed: no cluster is read. With a canary group, the
     recorded waves are the play's serial: the group's size first, then the request's."""
-    out = _copy(record)
+    out = C.copy_record(record)
     canary = canary or {}
     policy, problem = C.read_policy(policy_value)
     out["gates"].append(
@@ -332,7 +324,7 @@ def add_policy(record, policy_value, waves_value, canary=None):
 def add_earlier(record, earlier):
     """What earlier runs of this change left (``change.earlier_runs``): the approved run a
     repeated run stands on, the interrupted runs (kept, listed) and the one resumed from."""
-    out = _copy(record)
+    out = C.copy_record(record)
     change = _change(out)
     change["interrupted_runs"] = list(earlier.get("interrupted") or [])
     if earlier.get("approved"):
@@ -345,7 +337,7 @@ def add_earlier(record, earlier):
 
 
 def add_governance(record, summary, gate_record, evidence=None):
-    out = _copy(record)
+    out = C.copy_record(record)
     out["gates"].append(gate_record)
     _change(out)["governance"] = summary
     if evidence:
@@ -363,7 +355,7 @@ def add_governance(record, summary, gate_record, evidence=None):
 def add_before(record, before):
     """The release as it was before the change: {version, revision, chart} (the snapshot's, or
     the interrupted run's when resuming)."""
-    out = _copy(record)
+    out = C.copy_record(record)
     change = _change(out)
     resume = change.get("resume")
     change["before"] = dict(resume["before"]) if resume and resume.get("before") else dict(before)
@@ -376,7 +368,7 @@ def add_before(record, before):
 def add_wave(record, wave, position, waves, failure_budget):
     """The cluster's wave (1: the canary) and place in the play's host order (``rollout/waves.py``)
     with the failure budget the request gave; recorded before the change starts."""
-    out = _copy(record)
+    out = C.copy_record(record)
     change = _change(out)
     change.update(wave=wave, position=position, wave_count=waves, failure_budget=failure_budget)
     return out
@@ -385,14 +377,14 @@ def add_wave(record, wave, position, waves, failure_budget):
 def add_not_started(record, reason):
     """An earlier wave failed more than it allows: the change never starts here (decision
     ``not_started``, every change step not run with the reason), never reported as passed."""
-    out = _copy(record)
+    out = C.copy_record(record)
     _change(out)["not_started"] = reason
     return add_change_skip(out, reason)
 
 
 def add_change_skip(record, reason):
     """Every change step not run, with the reason (--check, an earlier wave failed, refused)."""
-    out = _copy(record)
+    out = C.copy_record(record)
     recorded = {s["step"] for s in out["steps"]}
     for step in CHANGE_STEPS:
         if step not in recorded:
@@ -403,7 +395,7 @@ def add_change_skip(record, reason):
 def add_prior(record):
     """A repeated run after success: nothing is upgraded or probed again; the gates of the run it
     stands on are recorded with their evidence there."""
-    out = _copy(record)
+    out = C.copy_record(record)
     prior = _change(out)["prior"]
     reason = "already done: approved in %s at revision %s; nothing upgraded or probed again" % (
         prior["bundle"],
@@ -430,7 +422,7 @@ def add_figures(record, phase, figures, thresholds, identity=None, timing=None):
         verify_gates,
     )
 
-    out = _copy(record)
+    out = C.copy_record(record)
     change = _change(out)
     change.setdefault("figures", {})[phase] = figures
     if figures.get("evidence"):
@@ -482,7 +474,7 @@ def add_progress(record, decided_at):
         progress_gate,
     )
 
-    out = _copy(record)
+    out = C.copy_record(record)
     found = progress_gate(_change(out), decided_at)
     if found is not None:
         out["gates"].append(found)
@@ -577,7 +569,7 @@ def _upgrade_reason(entry, result, identity, gates):
 def add_upgrade(record, stage, result):
     """The upgrade (stage ``upgrade``) or the Helm rollback (stage ``rollback``): helm's result,
     the release after it, the version that runs and the bounded rollout wait."""
-    out = _copy(record)
+    out = C.copy_record(record)
     change = _change(out)
     identity = result.get("identity") or {}
     gates = _upgrade_gates(stage, result, identity)
@@ -598,7 +590,7 @@ def add_upgrade(record, stage, result):
 
 def add_decision(record, action):
     """The failed-gate policy applied after verification: what the role does next."""
-    out = _copy(record)
+    out = C.copy_record(record)
     change = _change(out)
     policy = change.get("policy") or dict(C.DEFAULT_POLICY)
     failed_names = [g["gate"] for g in failed(out["gates"]) if g["stage"] in C.CHANGE_GATE_STAGES]
@@ -641,7 +633,7 @@ METHOD_TEXT = {
 
 def add_rollback(record, restore=None, timing=None, error=None):
     """The rollback's restoration of KAI's configuration and its time to restore."""
-    out = _copy(record)
+    out = C.copy_record(record)
     rollback = _change(out).setdefault("rollback", {})
     if restore is not None:
         rollback["restore"] = restore
@@ -690,7 +682,7 @@ def add_rollback(record, restore=None, timing=None, error=None):
 
 def add_change_error(record, step, task, msg):
     """A task of the change failed: the step failed with its message."""
-    out = _copy(record)
+    out = C.copy_record(record)
     change = _change(out)
     change["error"] = "%s: %s" % (task, msg or "no message")
     out["steps"].append(_step(step, "failed", change["error"]))
@@ -704,7 +696,7 @@ def _decided(out):
 
 def finish(record):
     """The record as the report reads it: the decision made from everything recorded."""
-    out = _copy(record)
+    out = C.copy_record(record)
     if out.get("change") is not None or out.get("decision"):
         return _decided(out)
     return out

@@ -30,6 +30,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.change imp
     policy_text,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.pipeline import (
+    METHOD_TEXT,
     STAGES,
     STEP_STATUSES,
 )
@@ -528,11 +529,8 @@ ROLLBACK_DECISION_TEXT = {
 BOARD_STAGES = ("upgrade", "verify", "soak", "rollback", "governance", APPROVAL_STAGE)
 PREFLIGHT_STAGES = ("request", "cluster", "snapshot")
 
-DOWNGRADE_TEXT = {
-    "upgrade": "helm upgrade to the recorded chart version",
-    "reinstall": "helm uninstall and install of the recorded chart version",
-    "none": "nothing to do, it already ran",
-}
+# The downgrades as the steps name them, and "none" when no downgrade was needed.
+DOWNGRADE_TEXT = dict(METHOD_TEXT, none="nothing to do, it already ran")
 
 
 def rehearsal(name, change, decision):
