@@ -307,6 +307,15 @@ def type_name(value):
     return "a %s" % type(value).__name__
 
 
+def whole(value, default=None):
+    """A whole number from a number or its text (the API server gives counts as text), or
+    ``default`` when it is none."""
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return default
+
+
 def as_number(value):
     """(number, True) for a number or numeric text (int when whole); (value, False) otherwise."""
     if isinstance(value, bool):

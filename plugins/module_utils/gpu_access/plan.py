@@ -24,6 +24,7 @@ import math
 from decimal import Decimal
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import whole
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
@@ -180,13 +181,6 @@ def _tolerated(taint, tolerations):
     return False
 
 
-def _int(value):
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-
-
 def candidate_nodes(nodes, node_selector, tolerations):
     """The GPU nodes a probe can be scheduled on, each {name, gpus, gpu_memory_mib}."""
     out = []
@@ -204,14 +198,14 @@ def candidate_nodes(nodes, node_selector, tolerations):
         ]
         if any(not _tolerated(t, tolerations) for t in taints):
             continue
-        gpus = _int(((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE)) or 0
+        gpus = whole(((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE)) or 0
         if gpus <= 0:
             continue
         out.append(
             {
                 "name": meta.get("name"),
                 "gpus": gpus,
-                "gpu_memory_mib": _int(labels.get(GPU_MEMORY_LABEL)),
+                "gpu_memory_mib": whole(labels.get(GPU_MEMORY_LABEL)),
                 "fake": labels.get(facts.NODE_LABELS["fake_gpu"]) == "true",
             }
         )

@@ -30,7 +30,7 @@ import copy
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import release_version
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
-from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import type_name
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import type_name, whole
 
 OFFICIAL_CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
 
@@ -201,10 +201,7 @@ def earlier_runs(cluster, version, runs, current):
 
 def revision(value):
     """A Helm revision as a number (helm_info gives text), or None."""
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
+    return whole(value)
 
 
 # v0.16.13 from a chart app version such as v0.16.13+standin: the one reading (kai/identify).

@@ -14,11 +14,9 @@ Read-only; ``governance_gate`` refuses nothing unless the change request sets
 ``refuse_broad_grants``.
 """
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import meta as _meta
+
 WRITE_VERBS = ("create", "update", "patch", "delete")
-
-
-def _meta(obj):
-    return (obj or {}).get("metadata") or {}
 
 
 def targets(kai_namespace, namespaces, binder="binder", scheduler="kai-scheduler-default"):

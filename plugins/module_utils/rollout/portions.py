@@ -15,16 +15,13 @@ data", never a pass.
 
 import math
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import meta as _meta
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 
 GROUP_LABEL = F.GPU_GROUP_LABEL
 DEVICE_ANNOTATION = F.RESERVE_INDEX_ANNOTATION
 LIMIT = 1.0
 EPSILON = 1e-6  # portions are written with two decimals: 0.33 x 3 must not read as over
-
-
-def _meta(obj):
-    return (obj or {}).get("metadata") or {}
 
 
 def _float(value):

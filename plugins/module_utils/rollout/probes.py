@@ -16,6 +16,7 @@ and what the report shows before and after the change: queue age, valid completi
 capacity.
 """
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import meta as _meta
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts as F
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import cases as C
 from ansible_collections.kaiops.runbooks.plugins.module_utils.probes import watches as W
@@ -51,10 +52,6 @@ RETRIED_RACES = (
 POD_GROUP_API = "scheduling.run.ai/v2alpha2"
 GANG_SIZE = 2
 FRACTION = 0.5  # every probe asks for half a GPU
-
-
-def _meta(obj):
-    return (obj or {}).get("metadata") or {}
 
 
 def namespace_name(run_id, phase):

@@ -23,6 +23,8 @@ differs is restored and the report says the in-between check could not be made.
 
 import copy
 
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import meta as _meta
+
 # (apiVersion, kind, snapshot folder suffix) restored after helm rollback.
 RESTORED_KINDS = (
     ("kai.scheduler/v1", "Config", "config"),
@@ -137,10 +139,6 @@ DROP_METADATA = (
     "managedFields",
     "selfLink",
 )
-
-
-def _meta(obj):
-    return (obj or {}).get("metadata") or {}
 
 
 def key(obj):

@@ -63,6 +63,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     sharing_configmap_pattern,
     specific_reasons,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import whole
 
 # What a snapshot holds: section -> what it is. A section not read (access not "ok") proves
 # nothing: the rules that need it do not match, and ``notes`` says what could not be judged.
@@ -123,13 +124,6 @@ def _short(value, limit=300):
         return value
     text = " ".join(str("" if value is None else value).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _int(value, default=0):
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return default
 
 
 # ---------------------------------------------------------------- the context rules read
@@ -254,7 +248,7 @@ def _component_state(name, deployments, ctx, components):
                 )
             ],
         }
-    ready = _int((deployment.get("status") or {}).get("readyReplicas"))
+    ready = whole((deployment.get("status") or {}).get("readyReplicas"), 0)
     evidence = []
     if ready < 1:
         evidence.append(proof("Deployment", deployment, "status.readyReplicas", ready))
@@ -288,7 +282,7 @@ def _gpu_request(pod):
         value = (resources.get("limits") or {}).get(GPU) or (resources.get("requests") or {}).get(
             GPU
         )
-        total += _int(value)
+        total += whole(value, 0)
     return total
 
 
@@ -448,7 +442,7 @@ def rule_gpu_sharing_rejected(pod, facts, ctx):
 
 def rule_gang_waiting(pod, facts, ctx):
     pod_group = facts["pod_group"]
-    want = _int((pod_group or {}).get("spec", {}).get("minMember"), 1)
+    want = whole((pod_group or {}).get("spec", {}).get("minMember"), 1)
     if pod_group is None or want <= 1:
         return None
     members = ctx.members.get(key(pod_group)) or []
@@ -518,7 +512,9 @@ def rule_queue_over_limit(pod, facts, ctx):
 
 
 def _largest_gpu_node(ctx):
-    sizes = [(_int((n.get("status") or {}).get("allocatable", {}).get(GPU)), n) for n in ctx.nodes]
+    sizes = [
+        (whole((n.get("status") or {}).get("allocatable", {}).get(GPU), 0), n) for n in ctx.nodes
+    ]
     return max(sizes, key=lambda s: s[0]) if sizes else (0, None)
 
 

@@ -7,9 +7,14 @@ import glob
 import os
 import re
 
+import pytest
 from conftest import REPO
 
-from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import FEATURES, VARIABLES
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    FEATURES,
+    VARIABLES,
+    whole,
+)
 
 NAME = re.compile(r"\bkaiops_[a-z_]+\*?")
 FILES = sorted(
@@ -50,3 +55,21 @@ def test_every_kaiops_name_read_by_playbooks_and_roles_is_in_the_vocabulary():
         if names:
             missing[os.path.relpath(path, REPO)] = sorted(names)
     assert not missing, "add these to module_utils/vocabulary.py VARIABLES: %s" % missing
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (3, 3),
+        ("3", 3),
+        (" 12\n", 12),
+        ("-2", -2),
+        ("3.0", None),
+        (3.5, None),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_whole_reads_a_count_or_its_text_else_the_default(value, expected):
+    assert whole(value) == expected
+    assert whole(value, 0) == (0 if expected is None else expected)
