@@ -88,21 +88,15 @@ fleet-cost: venv ## benchmark: inventory.yml and rollout.yml --check over 1 to 1
 # and windows (the three-line run of 2026-12-07 used 59 CPU minutes in 58 minutes on 2 cores):
 # - TEST_BESIDE, the stages that need no lab, once lab-up ended (a cold lab-up builds the lab's
 #   programs on both cores: it took 17 min with the unit tests and go vet beside it, on a fresh
-#   machine on 2026-12-07, and the lab's stages then wait on watches most of the time), at the
-#   lowest CPU priority (nice 19): they are all CPU and no latency, while the drills judge bind
-#   and Ready latency against a baseline taken minutes before (in a try of a fourth line on
-#   2026-12-07, a rollback's verification measured bind p50 8.4 s against a 3.4 s baseline with
-#   these stages at the drills' priority, and passed with them at nice 19);
+#   machine on 2026-12-07, and the lab's stages then wait on watches most of the time);
 # - TEST_ON_2, the lab tests and the drills of MOLECULE_ON_2, on cluster 2 of a lab of two
 #   (KAIOPS_LAB_CLUSTER=2: its own API server, node, KAI release and network namespace; the lab
 #   tests, make lab-env and make lab-kai follow it), with an evidence root of their own (make
 #   drill reads evidence/latest), from lab-up on;
 # - the other drills (molecule) on cluster 1.
-# Each background stream's output is kept in its log and printed where the run waits for it:
-# cluster 2's before TEST_JOIN (after molecule), and one that fails stops the run there; the
-# stages that need no lab at the end (at nice 19 they may take longer than the drills, and no
-# drill waits for them). The fleet's drills and the lifecycle tests come last on the lab: they
-# bring up and take down the whole fleet.
+# Each background stream's output is kept in its log and printed where the run waits for it
+# (TEST_JOIN, after molecule); one that fails stops the run there. The fleet's drills and the
+# lifecycle tests come last: they bring up and take down the whole fleet.
 # (The first try of three streams failed a reproduce case: under their load KAI's admission
 # webhook had no endpoint through a case's 60 s window after a switch of build. kai_identify and
 # make lab-kai now wait for it, as an install on a loaded cluster needs anyway.)
@@ -123,15 +117,13 @@ test: ## set up everything and run the whole suite, then a summary per stage (CI
 	@rm -rf "$(TEST_RESULTS)"; mkdir -p "$(TEST_RESULTS)"; \
 	stage() { s=$$1; shift; $(TEST_SUMMARY) stage --results "$(TEST_RESULTS)" $$s -- $(MAKE) --no-print-directory $$s "$$@"; }; \
 	streams=; \
-	join() { rc=0; left=; for j in $$streams; do \
-	  if [ -n "$$1" ] && [ "$${j#*:}" != "$$1" ]; then left="$$left $$j"; continue; fi; \
-	  wait $${j%%:*} || rc=1; \
+	join() { rc=0; for j in $$streams; do wait $${j%%:*} || rc=1; \
 	  echo "== the stages run beside the drills ($${j#*:}):"; cat "$(TEST_RESULTS)/$${j#*:}.log"; done; \
-	  streams=$$left; return $$rc; }; \
-	beside() { ( renice -n 19 -p $$BASHPID > /dev/null; for b in $(TEST_BESIDE); do stage $$b || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & streams="$$streams $$!:beside"; }; \
+	  streams=; return $$rc; }; \
+	beside() { ( for b in $(TEST_BESIDE); do stage $$b || exit 1; done ) > "$(TEST_RESULTS)/beside.log" 2>&1 & streams="$$streams $$!:beside"; }; \
 	if stage setup; then \
 	  for s in $(TEST_LAB); do \
-	    if [ $$s = $(TEST_JOIN) ]; then join cluster-2 || break; fi; \
+	    if [ $$s = $(TEST_JOIN) ]; then join || break; fi; \
 	    if [ $$s = lab-down ]; then stage lab-down || { beside; break; }; continue; fi; \
 	    if [ $$s = lab-up ]; then up=0; stage lab-up LAB_CLUSTERS=2 || up=1; beside; \
 	      [ $$up = 0 ] || break; \
