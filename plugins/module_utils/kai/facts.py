@@ -125,8 +125,8 @@ FRACTION_ANNOTATIONS = (FRACTION_ANNOTATION, "gpu-memory", SHARED_CM_ANNOTATION)
 GPU_GROUP_LABEL = "runai-gpu-group"
 RESERVE_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
 # The admission flag that turns GPU sharing on; the operator renders it only when kai-config's
-# spec.admission.gpuSharing is on (kai-contract.md section 13), so a running admission without it
-# has sharing off.
+# spec.admission.gpuSharing is on (read in its source: kai-contract.md section 1), so a running
+# admission without it has sharing off.
 SHARING_ARG = "--gpu-sharing-enabled"
 # strconv.ParseBool's spellings: what a Go program reads from --flag=<value>
 _GO_BOOL = {
