@@ -4,7 +4,7 @@
 
 DOCUMENTATION = r"""
 module: kai_rollout_restore
-short_description: Read, or restore after helm rollback, KAI's recorded configuration
+short_description: Read, or restore after the downgrade, KAI's recorded configuration
 version_added: 0.1.0
 author:
   - kaiops contributors (@kaiops)
@@ -47,7 +47,7 @@ options:
     type: str
     default: kai-scheduler
   before_rollback:
-    description: For O(operation=restore), the resourceVersions read before C(helm rollback).
+    description: For O(operation=restore), the resourceVersions read before the downgrade.
     type: dict
   after_upgrade:
     description:

@@ -14,7 +14,7 @@ exits. Each module reads the cluster's record from the run's journal and appends
 - ``run_rollout_verify``: the probes of one verification (``baseline``, ``verify``, ``rollback``)
   in a namespace of the run's own, watched from the controller; figures from watch timestamps.
 - ``run_rollout_restore``: ``read`` KAI's configuration objects (their resourceVersions), or
-  ``restore`` them from the snapshot before the change after ``helm rollback``.
+  ``restore`` them from the snapshot before the change after the downgrade.
 - ``run_rollout_governance``: who can edit KAI's coordination objects (RBAC, read-only).
 """
 

@@ -1,6 +1,6 @@
 # Copyright: kaiops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Restoring KAI's configuration after ``helm rollback``: what to put back, what not. Pure.
+"""Restoring KAI's configuration after the downgrade: what to put back, what not. Pure.
 
 The objects restored are those a rollback needs beyond the Helm release: Config ``kai-config``,
 the queues and the SchedulingShards, as the snapshot before the change recorded them
@@ -8,7 +8,7 @@ the queues and the SchedulingShards, as the snapshot before the change recorded 
 
 - recorded and absent now: recreated from the record, unless it was there right after the upgrade
   (something else deleted it in between: not restored, reported);
-- recorded, present, its spec as recorded: nothing to do (``helm rollback`` put it back, or it
+- recorded, present, its spec as recorded: nothing to do (the downgrade put it back, or it
   never changed);
 - recorded, present, changed **in between** - its resourceVersion before the rollback differs from
   the one read right after the upgrade, so something other than the upgrade changed it: **not
@@ -25,7 +25,7 @@ import copy
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import meta as _meta
 
-# (apiVersion, kind, snapshot folder suffix) restored after helm rollback.
+# (apiVersion, kind, snapshot folder suffix) restored after the downgrade.
 RESTORED_KINDS = (
     ("kai.scheduler/v1", "Config", "config"),
     ("scheduling.run.ai/v2", "Queue", "queue"),
@@ -205,8 +205,8 @@ def plan(recorded, before_rollback, after_upgrade, now):
     """Actions per object: ``recreate``, ``replace``, ``none``, ``not_restored``, ``left``.
 
     ``recorded``: the snapshot's objects; ``before_rollback``: {key: resourceVersion} read before
-    helm rollback; ``after_upgrade``: {key: resourceVersion} read right after the upgrade, or
-    None; ``now``: the objects as read after helm rollback.
+    the downgrade; ``after_upgrade``: {key: resourceVersion} read right after the upgrade, or
+    None; ``now``: the objects as read after the downgrade.
     """
     now_by_key = {key(o): o for o in now}
     rec_by_key = {key(o): o for o in recorded}
