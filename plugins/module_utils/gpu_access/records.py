@@ -8,7 +8,6 @@ Times come from the API and from the probe's own JSON, never from the polling th
 """
 
 import json
-from datetime import datetime, timezone
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 
@@ -25,20 +24,6 @@ SHARING_ENV = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
 # Set by the hamicore admission plugin: the HAMi-core memory limit of a fraction container.
 MEMORY_LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"
 ENDED = ("Succeeded", "Failed")
-
-
-def parse_time(value):
-    """An aware datetime from an RFC 3339 string, or None."""
-    if not value:
-        return None
-    text = str(value).strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def parse_probe_log(text):

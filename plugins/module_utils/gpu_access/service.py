@@ -36,8 +36,8 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records
     SHARING_ENV,
     device_ids,
     held_reasons,
-    parse_time,
 )
+from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import parse_time
 
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
 NO_GPU = "no GPU present"

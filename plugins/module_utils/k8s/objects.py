@@ -11,16 +11,22 @@ def meta(obj):
 
 
 def parse_time(text):
-    """RFC 3339 (as the API server writes it) -> aware datetime; None when absent/unreadable."""
+    """RFC 3339 (as the API server writes it) -> aware datetime; None when absent/unreadable.
+
+    A time that names no zone is read as UTC, the zone Kubernetes writes, so that every time this
+    returns compares with every other (a naive one would raise TypeError against an aware one).
+    """
     if not text:
         return None
+    text = str(text).strip()
     try:
-        return datetime.datetime.strptime(str(text).replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
+        return datetime.datetime.strptime(text.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
     except ValueError:
         try:
-            return datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+            parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
 
 
 def iso(when):
