@@ -38,6 +38,10 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access.records
     held_reasons,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.k8s.objects import parse_time
+from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
+    NODE_LABELS,
+    node_sharing,
+)
 
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
 NO_GPU = "no GPU present"
@@ -785,17 +789,12 @@ def _node_mechanisms(nodes):
     for node in nodes or []:
         labels = (node.get("metadata") or {}).get("labels") or {}
         name = (node.get("metadata") or {}).get("name")
-        if labels.get("run.ai/fake.gpu") == "true":
+        if labels.get(NODE_LABELS["fake_gpu"]) == "true":
             fake = True
-        mig = labels.get("nvidia.com/mig.strategy")
-        sharing = labels.get("nvidia.com/gpu.sharing-strategy")
-        replicas = labels.get("nvidia.com/gpu.replicas")
-        if mig in ("single", "mixed"):
-            mechanisms.add("mig")
-        if sharing == "time-slicing" or (replicas or "1") not in ("0", "1"):
-            mechanisms.add("time-slicing")
-        if sharing == "mps" or labels.get("nvidia.com/mps.capable") == "true":
-            mechanisms.add("mps")
+        mig = labels.get(NODE_LABELS["mig_strategy"])
+        sharing = labels.get(NODE_LABELS["sharing_strategy"])
+        replicas = labels.get(NODE_LABELS["replicas"])
+        mechanisms |= node_sharing(labels)
         details.append(
             "node %s: mig.strategy=%s, gpu.sharing-strategy=%s, gpu.replicas=%s, fake.gpu=%s"
             % (
@@ -803,7 +802,7 @@ def _node_mechanisms(nodes):
                 mig or "unset",
                 sharing or "unset",
                 replicas or "unset",
-                labels.get("run.ai/fake.gpu", "unset"),
+                labels.get(NODE_LABELS["fake_gpu"], "unset"),
             )
         )
     return mechanisms, details, fake

@@ -22,6 +22,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.facts import (
     SHARED_CM_ANNOTATION,
     fraction_pods,
     implementation_of,
+    node_sharing,
     sharing_configmap_pattern,
     sharing_configmap_role,
 )
@@ -195,9 +196,9 @@ def gpu_nodes(nodes, device_plugin_configmaps):
         fake += 1 if is_fake else 0
         if hints.get("mig_strategy"):
             mig.add(hints["mig_strategy"])
-        sharing = hints.get("sharing_strategy")
-        time_slicing = time_slicing or sharing == "time-slicing" or _int(hints.get("replicas")) > 1
-        mps = mps or sharing == "mps" or hints.get("mps_capable") == "true"
+        shared = node_sharing(labels)
+        time_slicing = time_slicing or "time-slicing" in shared
+        mps = mps or "mps" in shared
         listed.append({"name": node["metadata"]["name"], "gpus": _int(capacity), "hints": hints})
     configs = []
     for cm in device_plugin_configmaps or []:

@@ -179,6 +179,28 @@ NODE_LABELS = {
     "mps_capable": "nvidia.com/mps.capable",
     "fake_gpu": "run.ai/fake.gpu",
 }
+MIG_ON = ("single", "mixed")  # GPU feature discovery's strategies; "none" is no MIG
+
+
+def node_sharing(node_labels):
+    """The device-sharing mechanisms a GPU node's labels declare, one reading for every feature:
+    ``mig`` (strategy single or mixed), ``time-slicing`` (that strategy, or more than one replica
+    a GPU: the replicas label is a count, and one that is no number declares nothing) and ``mps``
+    (that strategy, or MPS-capable)."""
+    found = set()
+    sharing = node_labels.get(NODE_LABELS["sharing_strategy"])
+    try:
+        replicas = int(node_labels.get(NODE_LABELS["replicas"]) or 1)
+    except ValueError:
+        replicas = 1
+    if node_labels.get(NODE_LABELS["mig_strategy"]) in MIG_ON:
+        found.add("mig")
+    if sharing == "time-slicing" or replicas > 1:
+        found.add("time-slicing")
+    if sharing == "mps" or node_labels.get(NODE_LABELS["mps_capable"]) == "true":
+        found.add("mps")
+    return found
+
 
 # ------------------------------------------------------------------ marks of our own
 DISPOSABLE_ANNOTATION = "kaiops.dev/disposable"

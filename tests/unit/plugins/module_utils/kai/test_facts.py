@@ -1,9 +1,13 @@
 """kai/facts.py: the one reading of a running component's boolean flags, which the inventory,
-the Pending-pod diagnosis and gpu_access's plan share (issue 20: what runs is read in one place)."""
+the Pending-pod diagnosis and gpu_access's plan share (issue 20: what runs is read in one place),
+and the one reading of a GPU node's sharing labels, which the inventory and gpu_access share."""
 
 import pytest
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import plan
+from ansible_collections.kaiops.runbooks.plugins.module_utils.gpu_access import (
+    service as gpu_access,
+)
 from ansible_collections.kaiops.runbooks.plugins.module_utils.inventory import service as inventory
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.scan import pending
@@ -66,3 +70,37 @@ def test_the_inventory_the_diagnosis_and_gpu_access_agree_on_the_running_admissi
 def test_with_no_admission_running_kai_config_says():
     assert pending.sharing([], CONFIG_ON, "kai-scheduler")["enabled"] is True
     assert inventory._gpu_sharing(CONFIG_ON, None)["enabled"] is True
+
+
+L = facts.NODE_LABELS
+
+
+@pytest.mark.parametrize(
+    ("labels", "mechanisms"),
+    [
+        ({}, set()),
+        ({L["mig_strategy"]: "none"}, set()),  # GPU feature discovery's "no MIG"
+        ({L["mig_strategy"]: "mixed"}, {"mig"}),
+        ({L["replicas"]: "1"}, set()),
+        ({L["replicas"]: "4"}, {"time-slicing"}),
+        (
+            {L["replicas"]: "four"},
+            set(),
+        ),  # no count declares nothing (gpu_access took it for sharing)
+        ({L["replicas"]: "0"}, set()),
+        ({L["sharing_strategy"]: "time-slicing"}, {"time-slicing"}),
+        ({L["sharing_strategy"]: "mps", L["replicas"]: "2"}, {"mps", "time-slicing"}),
+        ({L["mps_capable"]: "true"}, {"mps"}),
+    ],
+)
+def test_the_inventory_and_gpu_access_read_a_nodes_sharing_labels_alike(labels, mechanisms):
+    node = {
+        "metadata": {"name": "gpu-1", "labels": labels},
+        "status": {"capacity": {"nvidia.com/gpu": "1"}},
+    }
+    assert facts.node_sharing(labels) == mechanisms
+    hints = inventory.gpu_nodes([node], [])["hints"]
+    assert {"time-slicing": hints["time_slicing"], "mps": hints["mps"]} == {
+        m: m in mechanisms for m in ("time-slicing", "mps")
+    }
+    assert gpu_access._node_mechanisms([node])[0] == mechanisms
