@@ -169,6 +169,16 @@ KIND_TEXT = {
     "window": "a whole number of seconds, 60 to 86400",
     "factor": "a number from 1 to 100",
 }
+# Each kind's bounds, the one table both checks read: every playbook's request check
+# (request/rules.py, before any cluster is read) and the rollout's request gates
+# (rollout/request.py).
+KIND_BOUNDS = {
+    "seconds": {"min": 0.001, "max": 86400},
+    "fraction": {"min": 0.001, "max": 1},
+    "count": {"min": 0, "max": 1000000, "whole": True},
+    "window": {"min": 60, "max": 86400, "whole": True},
+    "factor": {"min": 1, "max": 100},
+}
 # How a kind's rule reads in a report's threshold column.
 RULE_TEXT = {
     "seconds": "> 0 s",

@@ -32,6 +32,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.probes.cases impor
     DEFAULT_CASES as REPRODUCE_CASES,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    KIND_BOUNDS,
     RECOVERY_STEPS,
     THRESHOLDS,
     as_number,
@@ -179,20 +180,11 @@ def _thresholds(value, spec):
             out[name] = value[name]
             continue
         kind = THRESHOLDS[name]["kind"]
-        read, why = _number(value[name], dict(THRESHOLD_BOUNDS[kind], required=True))
+        read, why = _number(value[name], dict(KIND_BOUNDS[kind], required=True))
         if why:
             problems.append("%s %s" % (name, why))
         out[name] = read
     return out, "; ".join(problems) or None
-
-
-THRESHOLD_BOUNDS = {
-    "seconds": {"min": 0.001, "max": 86400},
-    "fraction": {"min": 0.001, "max": 1},
-    "count": {"min": 0, "max": 1000000, "whole": True},
-    "window": {"min": 60, "max": 86400, "whole": True},
-    "factor": {"min": 1, "max": 100},
-}
 
 
 def _person(value, spec):

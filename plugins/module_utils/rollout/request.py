@@ -13,6 +13,7 @@ mapping ``{reason, approved_by}``; what it cannot read it keeps as given, for th
 import os
 
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    KIND_BOUNDS,
     KIND_TEXT,
     THRESHOLDS,
     as_number,
@@ -39,18 +40,16 @@ def read_threshold(name, value):
         return value, "must be %s, got %s (not a finite number)" % (KIND_TEXT[kind], value)
     if not ok:
         return value, "must be %s, got %s" % (KIND_TEXT[kind], type_name(value))
-    if kind == "seconds" and number <= 0:
-        return number, "%s must be greater than 0 seconds" % number
-    if kind == "fraction" and not 0 < number <= 1:
-        return number, "%s must be a fraction in (0, 1], e.g. 0.99" % number
-    if kind in ("count", "window") and number != int(number):
+    bounds = KIND_BOUNDS[kind]
+    if bounds.get("whole") and number != int(number):
         return number, "%s must be a whole number" % number
-    if kind == "count" and number < 0:
-        return number, "%s must be 0 or more" % number
-    if kind == "factor" and not 1 <= number <= 100:
-        return number, "%s must be from 1 to 100" % number
-    if kind == "window" and not 60 <= number <= 86400:
-        return number, "%s must be between 60 and 86400 seconds" % number
+    if not bounds["min"] <= number <= bounds["max"]:
+        return number, "%s must be %s, from %s to %s" % (
+            number,
+            KIND_TEXT[kind],
+            bounds["min"],
+            bounds["max"],
+        )
     return number, None
 
 

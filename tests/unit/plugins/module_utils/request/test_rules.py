@@ -23,6 +23,9 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout import (
     request,
 )
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
+    THRESHOLDS as VOCABULARY_THRESHOLDS,
+)
+from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import (
     VARIABLES,
     as_number,
     is_release_tag,
@@ -625,3 +628,13 @@ def test_rollouts_policy_and_waves_are_judged_and_serial_never_crashes_the_play(
     out = serial(waves)
     assert isinstance(out, list) and out
     assert all((isinstance(i, int) and i >= 1) or SERIAL_ITEM.match(str(i)) for i in out)
+
+
+@pytest.mark.parametrize("name", sorted(VOCABULARY_THRESHOLDS))
+@pytest.mark.parametrize("value", [-1, 0, 0.0005, 0.5, 1, 1.5, 2, 59, 60, 100, 86400, 86401, 10**7])
+def test_the_request_check_and_the_rollouts_gates_bound_a_threshold_alike(name, value):
+    """One table of bounds (vocabulary.KIND_BOUNDS): what the request check of every playbook
+    lets through, the rollout's request gate takes, and what one refuses the other refuses."""
+    _read, checked = rules._thresholds({name: value}, {})
+    _number, gated = request.read_threshold(name, value)
+    assert bool(checked) == bool(gated), (checked, gated)
