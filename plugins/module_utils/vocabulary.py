@@ -169,6 +169,8 @@ KIND_TEXT = {
     "window": "a whole number of seconds, 60 to 86400",
     "factor": "a number from 1 to 100",
 }
+# A waiver's fields (the regression and the rehearsal waiver), both written by a person.
+WAIVER_FIELDS = ("reason", "approved_by")
 # Each kind's bounds, the one table both checks read: every playbook's request check
 # (request/rules.py, before any cluster is read) and the rollout's request gates
 # (rollout/request.py).

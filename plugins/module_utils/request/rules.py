@@ -35,6 +35,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import 
     KIND_BOUNDS,
     RECOVERY_STEPS,
     THRESHOLDS,
+    WAIVER_FIELDS,
     as_number,
     is_release_tag,
     nearest_threshold,
@@ -280,7 +281,6 @@ HELM = {
     "kaiops_kai_chart_ref": _v("text", "give the chart reference as text"),
     "kaiops_kai_helm_values": _v("mapping", "give kaiops_kai_helm_values as a mapping"),
 }
-WAIVER_FIELDS = ("reason", "approved_by")
 STEPS = _v(
     "list",
     'give kaiops_recovery_steps as a list, e.g. -e \'{"kaiops_recovery_steps": '

@@ -30,6 +30,7 @@ import copy
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai import facts
 from ansible_collections.kaiops.runbooks.plugins.module_utils.kai.identify import release_version
 from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.gates import gate
+from ansible_collections.kaiops.runbooks.plugins.module_utils.rollout.request import read_waiver
 from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import type_name, whole
 
 OFFICIAL_CHART = "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler"
@@ -352,13 +353,9 @@ def find_rehearsal(runs, cluster, pair, group=None, peers=()):
 
 
 def waiver_given(record):
-    """The rehearsal waiver of the request, when it is a valid ``{reason, approved_by}``."""
-    waiver = (record.get("request") or {}).get("rehearsal_waiver")
-    if isinstance(waiver, dict) and all(
-        isinstance(waiver.get(k), str) and waiver[k].strip() for k in ("reason", "approved_by")
-    ):
-        return waiver
-    return None
+    """The rehearsal waiver of the request, when the request gate's reading takes it."""
+    waiver, problem = read_waiver((record.get("request") or {}).get("rehearsal_waiver"))
+    return None if problem else waiver
 
 
 def rehearsed(record):

@@ -16,6 +16,7 @@ from ansible_collections.kaiops.runbooks.plugins.module_utils.vocabulary import 
     KIND_BOUNDS,
     KIND_TEXT,
     THRESHOLDS,
+    WAIVER_FIELDS,
     as_number,
     type_name,
 )
@@ -64,13 +65,13 @@ def read_waiver(waiver, what="regression waiver"):
             type_name(waiver),
         )
     out, missing = {}, []
-    for field in ("reason", "approved_by"):
+    for field in WAIVER_FIELDS:
         value = waiver.get(field)
         if not isinstance(value, str) or not value.strip():
             missing.append(field)
         else:
             out[field] = value.strip()
-    unknown = sorted(set(waiver) - {"reason", "approved_by"})
+    unknown = sorted(set(waiver) - set(WAIVER_FIELDS))
     if missing:
         return None, "%s has no %s (both reason and approved_by are needed)" % (
             what,

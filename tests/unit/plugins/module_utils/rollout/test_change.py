@@ -962,3 +962,18 @@ def test_the_race_wrapped_by_kai_s_binder_is_retried_when_the_probe_bound():
     out = P.figures(records, states, 300, False, {})["failed_bindrequests"]
     assert out["count"] == 0
     assert out["retried"] == {"count": 1, "reasons": {race: 1}}
+
+
+def test_a_rehearsal_waiver_counts_only_as_the_request_gate_reads_it():
+    def given(waiver):
+        return C.waiver_given({"request": {"rehearsal_waiver": waiver}})
+
+    assert given({"reason": " drill done by hand ", "approved_by": "sre-lead"}) == {
+        "reason": "drill done by hand",
+        "approved_by": "sre-lead",
+    }
+    # What the gate refuses approves nothing: an unknown key, a blank field, no mapping.
+    assert given({"reason": "r", "approved_by": "a", "aproved_by": "b"}) is None
+    assert given({"reason": "r", "approved_by": " "}) is None
+    assert given("waived") is None
+    assert given(None) is None
