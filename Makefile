@@ -38,9 +38,14 @@ GO_MODULES_TESTED := tools/gpuprobe lab/fakegpu $(patsubst %/go.mod,%,$(wildcard
 
 GO_MODULES_OWN := $(GO_MODULES_TESTED) lab/build/etcd
 
+# go vet and go test build as the lab builds its programs (lab/kailab/build.py: no cgo, -trimpath),
+# so they reuse the packages a lab build put in Go's cache (client-go, etcd) instead of compiling
+# them again with other flags.
+GO_AS_LAB = CGO_ENABLED=0 GOFLAGS="$(GOFLAGS) -trimpath -mod=readonly -buildvcs=false"
+
 go-lint: ## gofmt and go vet over our own Go code
 	@out=$$(gofmt -l $(GO_MODULES_OWN)); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
-	@for m in $(GO_MODULES_OWN); do (cd $$m && go vet ./...) || exit 1; done
+	@for m in $(GO_MODULES_OWN); do (cd $$m && $(GO_AS_LAB) go vet ./...) || exit 1; done
 
 # Flakes: the Go tests $(FLAKE_COUNT) times each and the unit tests twice in random order
 # (pytest-randomly, a new seed each pass, printed so a failure can be replayed with
@@ -57,7 +62,7 @@ flake: venv ## the Go tests $(FLAKE_COUNT) times and the unit tests twice in ran
 	for i in $$(seq $(FLAKE_BURNERS)); do timeout $(FLAKE_BURN_S) sh -c 'while :; do :; done' & burners="$$burners $$!"; done; \
 	trap 'kill $$burners 2>/dev/null' EXIT; started=$$SECONDS; \
 	for m in $(GO_MODULES_TESTED); do echo "== go test -count=$(FLAKE_COUNT) $$m"; \
-	  (cd $$m && go test -count=$(FLAKE_COUNT) -json ./... > "$(FLAKE_RESULTS)/go-$${m//\//_}.json"); done; \
+	  (cd $$m && $(GO_AS_LAB) go test -count=$(FLAKE_COUNT) -json ./... > "$(FLAKE_RESULTS)/go-$${m//\//_}.json"); done; \
 	for pass in 1 2; do seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); echo "== unit tests, random order, pass $$pass, --randomly-seed=$$seed"; \
 	  $(VENV_ENV) $(PYTEST) tests/unit -q -p no:cacheprovider -n $(UNIT_WORKERS) \
 	    -p randomly --randomly-seed=$$seed --junitxml="$(FLAKE_RESULTS)/unit-$$pass.xml" >/dev/null; done; \
@@ -141,7 +146,7 @@ setup: venv lab-deps
 
 # One Go module's tests with go test's usual output and the counts: make go-test/lab/fakegpu
 go-test/%: $(VENV_STAMP)
-	@set -o pipefail; cd $* && go test -json ./... | $(TEST_SUMMARY) go-text
+	@set -o pipefail; cd $* && $(GO_AS_LAB) go test -json ./... | $(TEST_SUMMARY) go-text
 go-test-cuda/%: $(VENV_STAMP)
 	@set -o pipefail; cd $* && CGO_ENABLED=1 go test -tags cuda -json ./... | $(TEST_SUMMARY) go-text
 

@@ -1,6 +1,8 @@
 """module_utils/client.py against the fake API server (real HTTP, no cluster)."""
 
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -144,3 +146,34 @@ def test_load_api_client_unknown_context_is_invalid_input(fake_api, tmp_path):
         load_api_client(path, "prod")
     assert info.value.status == "invalid_input"
     assert info.value.msg.startswith("Failed to load kubeconfig %s (context prod)" % path)
+
+
+def test_a_module_that_only_judges_its_inputs_does_not_import_the_kubernetes_client(tmp_path):
+    """The kubernetes client is imported when a client is built: the rollout's runner, which every
+    judging module loads, leaves it out; building a client brings it in."""
+    utils = "ansible_collections.kaiops.runbooks.plugins.module_utils"
+    code = (
+        "import sys\n"
+        f"from {utils}.rollout import change_runner\n"
+        f"from {utils}.k8s import client\n"
+        "assert client.HAS_KUBERNETES\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'urllib3')))\n"
+        "client.load_api_client(sys.argv[1])\n"
+        "print('kubernetes.client' in sys.modules)\n"
+    )
+    config = (
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
+    )
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(config)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": ":".join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "True"]
