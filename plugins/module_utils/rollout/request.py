@@ -45,12 +45,7 @@ def read_threshold(name, value):
     if bounds.get("whole") and number != int(number):
         return number, "%s must be a whole number" % number
     if not bounds["min"] <= number <= bounds["max"]:
-        return number, "%s must be %s, from %s to %s" % (
-            number,
-            KIND_TEXT[kind],
-            bounds["min"],
-            bounds["max"],
-        )
+        return number, "%s must be from %s to %s" % (number, bounds["min"], bounds["max"])
     return number, None
 
 
