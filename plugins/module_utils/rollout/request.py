@@ -45,7 +45,10 @@ def read_threshold(name, value):
     if bounds.get("whole") and number != int(number):
         return number, "%s must be a whole number" % number
     if not bounds["min"] <= number <= bounds["max"]:
-        return number, "%s must be from %s to %s" % (number, bounds["min"], bounds["max"])
+        text = KIND_TEXT[kind]  # the bounds, when the kind's text does not already say them
+        if str(bounds["max"]) not in text:
+            text += ", from %s to %s" % (bounds["min"], bounds["max"])
+        return number, "%s must be %s" % (number, text)
     return number, None
 
 
