@@ -46,7 +46,7 @@ def read_threshold(name, value):
         return number, "%s must be a whole number" % number
     if not bounds["min"] <= number <= bounds["max"]:
         text = KIND_TEXT[kind]  # the bounds, when the kind's text does not already say them
-        if str(bounds["max"]) not in text:
+        if not all(str(bounds[end]) in text for end in ("min", "max")):
             text += ", from %s to %s" % (bounds["min"], bounds["max"])
         return number, "%s must be %s" % (number, text)
     return number, None
